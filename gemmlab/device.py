@@ -1,0 +1,167 @@
+"""The device: its limits, and the ceilings they imply.
+
+:class:`DeviceSpec` holds what the CUDA driver reports about a GPU. The ceilings of the
+roofline are derived from it by plain arithmetic (:func:`peak_fp32_flops`,
+:func:`peak_dram_bandwidth`); ``gemmlab.bench`` measures them with the course's own probes.
+Published specs of a T4 (Colab's free GPU) and an H200 let everything but :func:`current`
+run without a GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+from . import gpu
+
+# FP32 lanes (CUDA cores) per SM by compute capability, from the CUDA C++ Programming Guide's
+# "Arithmetic Instructions" throughput table (32-bit floating-point add, multiply, multiply-add).
+FP32_LANES_PER_SM = {
+    (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128,
+    (9, 0): 128, (10, 0): 128, (10, 3): 128, (12, 0): 128, (12, 1): 128,
+}
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """A GPU's limits as the driver reports them (sizes in bytes, clocks in kHz)."""
+
+    name: str
+    compute_capability: tuple[int, int]
+    sms: int
+    max_threads_per_block: int
+    max_block_dims: tuple[int, int, int]
+    max_grid_dims: tuple[int, int, int]
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    warp_size: int
+    registers_per_sm: int
+    registers_per_block: int
+    shared_per_block: int
+    shared_per_block_optin: int
+    shared_per_sm: int
+    reserved_shared_per_block: int
+    l2_bytes: int
+    sm_clock_khz: int
+    memory_clock_khz: int
+    memory_bus_bits: int
+    total_memory: int
+    clock_source: str = field(default="driver", compare=False)
+
+    @property
+    def arch(self) -> str:
+        return "sm_%d%d" % self.compute_capability
+
+
+def fp32_lanes_per_sm(cc: tuple[int, int]) -> int:
+    """FP32 lanes per SM for compute capability ``cc`` (raises for an unknown one)."""
+    try:
+        return FP32_LANES_PER_SM[tuple(cc)]
+    except KeyError:
+        raise ValueError(f"no FP32 lane count recorded for compute capability {cc[0]}.{cc[1]}; "
+                         "add it to gemmlab.device.FP32_LANES_PER_SM") from None
+
+
+def peak_fp32_flops(spec: DeviceSpec) -> float:
+    """SMs x FP32 lanes x 2 (an FMA is two FLOPs) x SM clock, in FLOP/s."""
+    return spec.sms * fp32_lanes_per_sm(spec.compute_capability) * 2 * spec.sm_clock_khz * 1e3
+
+
+def peak_dram_bandwidth(spec: DeviceSpec) -> float:
+    """2 (double data rate) x memory clock x bus width in bytes, in B/s."""
+    return 2 * spec.memory_clock_khz * 1e3 * spec.memory_bus_bits / 8
+
+
+def properties_table(spec: DeviceSpec) -> list[tuple[str, str]]:
+    """The rows chapter 0 prints: property, value (with units)."""
+    KiB, MiB, GiB = 1024, 1024**2, 1024**3
+    return [
+        ("name", spec.name),
+        ("compute capability", "%d.%d (%s)" % (*spec.compute_capability, spec.arch)),
+        ("streaming multiprocessors (SMs)", f"{spec.sms}"),
+        ("FP32 lanes per SM", f"{fp32_lanes_per_sm(spec.compute_capability)}"),
+        ("max threads per block", f"{spec.max_threads_per_block}"),
+        ("max threads per SM", f"{spec.max_threads_per_sm} ({spec.max_threads_per_sm // spec.warp_size} warps)"),
+        ("max blocks per SM", f"{spec.max_blocks_per_sm}"),
+        ("registers per SM", f"{spec.registers_per_sm:,} x 32-bit"),
+        ("shared memory per block (default)", f"{spec.shared_per_block / KiB:g} KiB"),
+        ("shared memory per block (opt-in)", f"{spec.shared_per_block_optin / KiB:g} KiB"),
+        ("shared memory per SM", f"{spec.shared_per_sm / KiB:g} KiB"),
+        ("L2 cache", f"{spec.l2_bytes / MiB:g} MiB"),
+        ("SM clock", f"{spec.sm_clock_khz / 1e3:g} MHz ({spec.clock_source})"),
+        ("memory clock", f"{spec.memory_clock_khz / 1e3:g} MHz"),
+        ("memory bus width", f"{spec.memory_bus_bits} bits"),
+        ("device memory", f"{spec.total_memory / GiB:.1f} GiB"),
+    ]
+
+
+# Published limits (CUDA C++ Programming Guide, "Technical Specifications per Compute
+# Capability"; NVIDIA's T4 and H200 datasheets for SMs, clocks and memory). Used by CPU tests and
+# by readers without a GPU; measured values always come from :func:`current`.
+T4 = DeviceSpec(
+    name="Tesla T4 (published)", compute_capability=(7, 5), sms=40, max_threads_per_block=1024,
+    max_block_dims=(1024, 1024, 64), max_grid_dims=(2**31 - 1, 65535, 65535), max_threads_per_sm=1024,
+    max_blocks_per_sm=16, warp_size=32, registers_per_sm=65536, registers_per_block=65536,
+    shared_per_block=48 * 1024, shared_per_block_optin=64 * 1024, shared_per_sm=64 * 1024,
+    reserved_shared_per_block=0, l2_bytes=4 * 1024**2, sm_clock_khz=1_590_000, memory_clock_khz=5_001_000,
+    memory_bus_bits=256, total_memory=15 * 1024**3, clock_source="published")
+H200 = DeviceSpec(
+    name="NVIDIA H200 (published)", compute_capability=(9, 0), sms=132, max_threads_per_block=1024,
+    max_block_dims=(1024, 1024, 64), max_grid_dims=(2**31 - 1, 65535, 65535), max_threads_per_sm=2048,
+    max_blocks_per_sm=32, warp_size=32, registers_per_sm=65536, registers_per_block=65536,
+    shared_per_block=48 * 1024, shared_per_block_optin=227 * 1024, shared_per_sm=228 * 1024,
+    reserved_shared_per_block=1024, l2_bytes=60 * 1024**2, sm_clock_khz=1_980_000, memory_clock_khz=3_201_000,
+    memory_bus_bits=6144, total_memory=141 * 10**9, clock_source="published")
+
+
+def _nvidia_smi_max_clocks() -> tuple[int, int] | None:
+    """(SM, memory) maximum clocks in kHz from nvidia-smi, for drivers that no longer report them."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm,clocks.max.memory",
+                              "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout
+        sm, mem = (int(v) for v in out.strip().splitlines()[0].split(","))
+        return sm * 1000, mem * 1000
+    except (subprocess.SubprocessError, ValueError, IndexError, OSError):
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def current() -> DeviceSpec:
+    """The spec of device 0, read from the CUDA driver."""
+    drv = gpu.cuda()
+    dev = drv.Context.get_device()
+    attrs = {str(k).rsplit(".", 1)[-1]: v for k, v in dev.get_attributes().items()}
+
+    def a(name, default=0):
+        return int(attrs.get(name, default))
+
+    sm_clock, mem_clock, source = a("CLOCK_RATE"), a("MEMORY_CLOCK_RATE"), "driver"
+    if not sm_clock or not mem_clock:
+        clocks = _nvidia_smi_max_clocks()
+        if clocks:
+            sm_clock, mem_clock, source = clocks[0], clocks[1], "nvidia-smi max"
+    return DeviceSpec(
+        name=dev.name(), compute_capability=tuple(dev.compute_capability()),
+        sms=a("MULTIPROCESSOR_COUNT"), max_threads_per_block=a("MAX_THREADS_PER_BLOCK"),
+        max_block_dims=(a("MAX_BLOCK_DIM_X"), a("MAX_BLOCK_DIM_Y"), a("MAX_BLOCK_DIM_Z")),
+        max_grid_dims=(a("MAX_GRID_DIM_X"), a("MAX_GRID_DIM_Y"), a("MAX_GRID_DIM_Z")),
+        max_threads_per_sm=a("MAX_THREADS_PER_MULTIPROCESSOR"),
+        max_blocks_per_sm=a("MAX_BLOCKS_PER_MULTIPROCESSOR"), warp_size=a("WARP_SIZE", 32),
+        registers_per_sm=a("MAX_REGISTERS_PER_MULTIPROCESSOR"), registers_per_block=a("MAX_REGISTERS_PER_BLOCK"),
+        shared_per_block=a("MAX_SHARED_MEMORY_PER_BLOCK"),
+        shared_per_block_optin=a("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+        shared_per_sm=a("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
+        reserved_shared_per_block=a("RESERVED_SHARED_MEMORY_PER_BLOCK"),
+        l2_bytes=a("L2_CACHE_SIZE"), sm_clock_khz=sm_clock, memory_clock_khz=mem_clock,
+        memory_bus_bits=a("GLOBAL_MEMORY_BUS_WIDTH"), total_memory=dev.total_memory(), clock_source=source)
+
+
+def free_memory() -> int:
+    """Bytes of device memory free right now."""
+    drv = gpu.cuda()
+    return drv.mem_get_info()[0]

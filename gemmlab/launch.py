@@ -1,0 +1,224 @@
+"""Launching the course's kernels: every GEMM kernel as ``C = kernel(A, B)`` on NumPy arrays.
+
+Inputs are checked before anything touches the GPU. A bad input raises an exception that
+names the problem and the offending value; it never reaches a kernel. The checks are plain
+functions of shapes and a :class:`~gemmlab.device.DeviceSpec`, so they are tested on any
+machine with the published specs.
+
+:func:`kernels` returns every correct GEMM kernel in chapter order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import compile as _compile
+from . import device as _device
+from . import gpu
+
+INT_MAX = 2**31 - 1   # the kernels take M, N, K as int
+
+
+class LaunchConfigError(ValueError):
+    """A block or grid the device cannot run."""
+
+
+class DeviceMemoryError(MemoryError):
+    """The problem does not fit in the device memory that is free."""
+
+
+# ---------------------------------------------------------------- checks (pure)
+
+def check_matrix(name: str, X) -> tuple[int, int]:
+    """Type, dtype and rank of one operand; returns its shape."""
+    if not isinstance(X, np.ndarray):
+        raise TypeError(f"{name} must be a NumPy array, got {type(X).__name__}")
+    if X.dtype != np.float32:
+        raise TypeError(f"{name} has dtype {X.dtype}; the course kernels take float32 "
+                        f"(convert with {name}.astype(np.float32))")
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got {X.ndim}-D with shape {X.shape}")
+    return X.shape
+
+
+def check_gemm_shapes(A, B) -> tuple[int, int, int]:
+    """(M, N, K) for C = A @ B, after checking both operands and that their shapes agree."""
+    M, K = check_matrix("A", A)
+    K2, N = check_matrix("B", B)
+    if K != K2:
+        raise ValueError(f"inner dimensions differ: A is {M}x{K} and B is {K2}x{N} "
+                         f"(A.shape[1] = {K} must equal B.shape[0] = {K2})")
+    check_sizes(M, N, K)
+    return M, N, K
+
+
+def check_sizes(M: int, N: int, K: int) -> None:
+    """Each of M, N, K at least 1 and small enough for the kernels' int arguments."""
+    for dim, v in (("M", M), ("N", N), ("K", K)):
+        if v < 1:
+            raise ValueError(f"{dim} = {v}: every dimension must be at least 1 (an empty matrix has nothing to multiply)")
+        if v > INT_MAX:
+            raise ValueError(f"{dim} = {v:,} is larger than the kernels' int limit {INT_MAX:,}")
+
+
+def check_contiguous(name: str, X: np.ndarray) -> None:
+    if not X.flags.c_contiguous:
+        raise ValueError(f"{name} is not C-contiguous (strides {X.strides} for shape {X.shape}); "
+                         f"the kernels read row-major memory: pass np.ascontiguousarray({name})")
+
+
+def check_block(block: tuple[int, int, int], spec: _device.DeviceSpec) -> None:
+    """A thread block the device can run: per-dimension limits and threads per block."""
+    if len(block) != 3 or any(int(b) < 1 for b in block):
+        raise LaunchConfigError(f"block {tuple(block)} must be three positive sizes (x, y, z)")
+    for axis, b, lim in zip("xyz", block, spec.max_block_dims):
+        if b > lim:
+            raise LaunchConfigError(f"block {tuple(block)}: {axis} = {b} exceeds this device's limit of {lim}")
+    threads = math.prod(block)
+    if threads > spec.max_threads_per_block:
+        raise LaunchConfigError(f"block {tuple(block)} has {threads} threads; this device "
+                                f"({spec.name}) allows at most {spec.max_threads_per_block} per block")
+
+
+def check_grid(grid: tuple[int, int, int], spec: _device.DeviceSpec) -> None:
+    for axis, g, lim in zip("xyz", grid, spec.max_grid_dims):
+        if g > lim:
+            raise LaunchConfigError(f"grid {tuple(grid)}: {axis} = {g:,} blocks exceeds this device's limit of {lim:,}")
+
+
+def check_fits(nbytes: int, free_bytes: int, what: str) -> None:
+    if nbytes > free_bytes:
+        raise DeviceMemoryError(f"{what} needs {nbytes / 2**30:,.2f} GiB of device memory, "
+                                f"but only {free_bytes / 2**30:,.2f} GiB is free")
+
+
+# ---------------------------------------------------------------- GEMM kernels
+
+@dataclass(frozen=True)
+class GemmKernel:
+    """One course GEMM kernel: ``C = kernel(A, B)`` for float32 row-major matrices.
+
+    ``block`` is the thread block; ``tile`` the (rows, cols) of C one block computes.
+    The grid follows from them: ``ceil(N / tile_cols) x ceil(M / tile_rows)``.
+    """
+
+    name: str
+    chapter: int
+    source: str
+    function: str
+    block: tuple[int, int, int]
+    tile: tuple[int, int]
+    summary: str = ""
+
+    def grid(self, M: int, N: int) -> tuple[int, int, int]:
+        return (-(-N // self.tile[1]), -(-M // self.tile[0]), 1)
+
+    def check(self, A, B, spec: _device.DeviceSpec, free_bytes: int) -> tuple[int, int, int]:
+        """Every check, in the order a reader would want to hear about problems."""
+        M, N, K = check_gemm_shapes(A, B)
+        check_block(self.block, spec)
+        check_grid(self.grid(M, N), spec)
+        check_fits(4 * (M * K + K * N + M * N), free_bytes, f"{self.name} at M={M}, N={N}, K={K} (A, B and C)")
+        check_contiguous("A", A)
+        check_contiguous("B", B)
+        return M, N, K
+
+    def compiled(self):
+        return _compile.load(self.source).function(self.function)
+
+    def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int) -> None:
+        """Enqueue the kernel on device buffers (no checks, no copies: for timing loops)."""
+        self.compiled()(a_ptr, b_ptr, c_ptr, np.int32(M), np.int32(N), np.int32(K),
+                        block=self.block, grid=self.grid(M, N))
+
+    def __call__(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        drv = gpu.cuda()
+        M, N, K = self.check(A, B, _device.current(), _device.free_memory())
+        from pycuda import gpuarray
+
+        a, b = gpuarray.to_gpu(A), gpuarray.to_gpu(B)
+        c = gpuarray.empty((M, N), np.float32)
+        self.launch(a.gpudata, b.gpudata, c.gpudata, M, N, K)
+        drv.Context.synchronize()
+        return c.get()
+
+
+GEMM_KERNELS: list[GemmKernel] = [
+    GemmKernel("naive", 1, "01_naive.cu", "gemm_naive", (32, 32, 1), (32, 32),
+               "one thread per element of C, operands from global memory"),
+    GemmKernel("tiled32", 2, "02_tiled.cu", "gemm_tiled_32", (32, 32, 1), (32, 32),
+               "32x32 tiles of A and B staged in shared memory"),
+    GemmKernel("tiled16", 2, "02_tiled.cu", "gemm_tiled_16", (16, 16, 1), (16, 16),
+               "16x16 shared-memory tiles"),
+    GemmKernel("tiled8", 2, "02_tiled.cu", "gemm_tiled_8", (8, 8, 1), (8, 8),
+               "8x8 shared-memory tiles"),
+]
+
+
+def kernels() -> dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]:
+    """``{name: callable(A, B) -> C}`` for every correct course GEMM kernel, in chapter order.
+
+    Needs no GPU to list; calling one compiles its file on first use.
+    """
+    return {k.name: k for k in sorted(GEMM_KERNELS, key=lambda k: k.chapter)}
+
+
+# ---------------------------------------------------------------- chapter 0 probes
+
+PROBES = "00_probes.cu"
+FMA_CHAINS = 8   # must match CHAINS in kernels/00_probes.cu
+
+
+def probe_grid(threads: int, spec: _device.DeviceSpec, waves: int = 4) -> tuple[int, int, int]:
+    """Enough blocks to fill every SM ``waves`` times over (the probes use grid-stride loops)."""
+    return (spec.sms * max(1, spec.max_threads_per_sm // threads) * waves, 1, 1)
+
+
+def hello_ids(blocks: int, threads: int) -> np.ndarray:
+    """Run ``hello_ids`` on ``blocks x threads`` threads; rows of (blockIdx.x, threadIdx.x, global index)."""
+    drv = gpu.cuda()
+    spec = _device.current()
+    check_block((threads, 1, 1), spec)
+    check_grid((blocks, 1, 1), spec)
+    n = blocks * threads
+    out = np.full((n, 3), -1, np.int32)
+    _compile.load(PROBES).function("hello_ids")(drv.Out(out), np.int32(n), block=(threads, 1, 1), grid=(blocks, 1, 1))
+    return out
+
+
+def copy(src, dst, threads: int = 256) -> None:
+    """Enqueue ``copy_f32`` from one float32 GPUArray to another of the same size."""
+    spec = _device.current()
+    check_block((threads, 1, 1), spec)
+    if src.dtype != np.float32 or dst.dtype != np.float32 or src.size != dst.size:
+        raise ValueError(f"copy needs two float32 arrays of one size, got {src.dtype}[{src.size}] and {dst.dtype}[{dst.size}]")
+    _compile.load(PROBES).function("copy_f32")(src.gpudata, dst.gpudata, np.int64(src.size),
+                                               block=(threads, 1, 1), grid=probe_grid(threads, spec))
+
+
+def fma(out, iters: int, threads: int = 256) -> None:
+    """Enqueue ``fma_f32``: one thread per element of ``out``, ``iters`` rounds of 8 chained FMAs."""
+    spec = _device.current()
+    check_block((threads, 1, 1), spec)
+    if out.size % threads:
+        raise ValueError(f"fma needs len(out) to be a multiple of threads={threads}, got {out.size}")
+    blocks = out.size // threads
+    check_grid((blocks, 1, 1), spec)
+    _compile.load(PROBES).function("fma_f32")(out.gpudata, np.int32(iters), np.float32(0.5), np.float32(0.5),
+                                              block=(threads, 1, 1), grid=(blocks, 1, 1))
+
+
+
+
+def fma_values(blocks: int, threads: int, iters: int) -> np.ndarray:
+    """Run ``fma_f32`` once on ``blocks x threads`` threads and return what each thread wrote."""
+    gpu.cuda()
+    from pycuda import gpuarray
+
+    out = gpuarray.zeros(blocks * threads, np.float32)
+    fma(out, iters, threads)
+    return out.get()

@@ -1,0 +1,54 @@
+"""Showing kernel source in a notebook: rendered from the ``.cu`` file itself, with its hash.
+
+The reader sees the file that was compiled, never a copy pasted into a cell; the header line
+carries the file's sha256 so the freshness test notices when the file has changed since.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import provenance
+
+
+class KernelSource:
+    """Displays as a highlighted CUDA listing (Markdown) in Jupyter, Colab and the book."""
+
+    def __init__(self, path, functions=None):
+        self.path = provenance.kernel_path(path)
+        self.text = self.path.read_text(encoding="utf-8")
+        self.sha = provenance.short_sha(self.text)
+        self.code = self.text if not functions else "\n\n".join(extract(self.text, f) for f in functions)
+
+    @property
+    def header(self) -> str:
+        return f"[gemmlab] {provenance.display_path(self.path)} sha256:{self.sha}"
+
+    def __repr__(self) -> str:
+        return self.header
+
+    def _repr_markdown_(self) -> str:
+        return f"`{provenance.display_path(self.path)}` (sha256 `{self.sha}`)\n\n```cuda\n{self.code.rstrip()}\n```\n"
+
+
+def extract(text: str, name: str) -> str:
+    """The definition of kernel ``name`` with the comment block just above it."""
+    lines = text.splitlines()
+    start = next((i for i, l in enumerate(lines) if re.search(rf"\b{re.escape(name)}\s*\(", l)), None)
+    if start is None:
+        raise KeyError(f"no function named {name!r} in the source")
+    while start > 0 and (lines[start - 1].startswith("//") or lines[start - 1].startswith("#define")
+                         or lines[start - 1].startswith("extern")):
+        start -= 1
+    depth, end, opened = 0, start, False
+    for end in range(start, len(lines)):
+        depth += lines[end].count("{") - lines[end].count("}")
+        opened = opened or "{" in lines[end]
+        if opened and depth <= 0:
+            break
+    return "\n".join(lines[start:end + 1])
+
+
+def show(path, functions=None) -> KernelSource:
+    """The source of a kernel file (or of the named functions in it) for display."""
+    return KernelSource(path, functions)

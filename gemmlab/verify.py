@@ -1,0 +1,80 @@
+"""Checking a kernel's C against a float64 NumPy reference.
+
+The tolerance is the classical error bound of a length-K dot product in float32:
+``|C - A·B| <= gamma(K+2) · (|A|·|B|)`` element by element, with ``gamma(n) = n·u / (1 - n·u)``
+and ``u = 2**-24``. It holds for any order of summation, so it never fails a correct kernel,
+and it grows with K as rounding errors do. Any NaN or Inf fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+UNIT_ROUNDOFF = 2.0**-24
+
+
+def reference(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A·B in float64 from the float32 inputs."""
+    return A.astype(np.float64) @ B.astype(np.float64)
+
+
+def tolerance(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Per-element bound gamma(K+2)·(|A|·|B|) (plus the smallest normal float32, for exact zeros)."""
+    n = A.shape[1] + 2
+    gamma = n * UNIT_ROUNDOFF / (1 - n * UNIT_ROUNDOFF)
+    return gamma * (np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)) + np.finfo(np.float32).tiny
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    total: int
+    wrong: int
+    nonfinite: int
+    max_abs_error: float
+    max_excess: float          # max of |error| / tolerance: below 1 means within bound
+    worst: tuple[int, int] | None
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"correct: all {self.total:,} elements within the float32 error bound"
+        parts = [f"WRONG: {self.wrong:,} of {self.total:,} elements outside the error bound"]
+        if self.nonfinite:
+            parts.append(f"{self.nonfinite:,} NaN/Inf")
+        if self.worst is not None:
+            parts.append(f"worst at C[{self.worst[0]}, {self.worst[1]}]")
+        return "; ".join(parts)
+
+
+def check(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> Verdict:
+    """Compare a kernel's ``C`` with A·B; report how many elements are wrong and where."""
+    expected_shape = (A.shape[0], B.shape[1])
+    if C.shape != expected_shape:
+        raise ValueError(f"C has shape {C.shape}, expected {expected_shape} for A {A.shape} times B {B.shape}")
+    ref = reference(A, B)
+    tol = tolerance(A, B)
+    C64 = C.astype(np.float64)
+    finite = np.isfinite(C64)
+    err = np.where(finite, np.abs(C64 - ref), np.inf)
+    bad = ~(err <= tol)
+    excess = err / tol
+    worst = tuple(int(i) for i in np.unravel_index(np.argmax(excess), excess.shape)) if bad.any() else None
+    return Verdict(ok=not bad.any(), total=C.size, wrong=int(bad.sum()), nonfinite=int((~finite).sum()),
+                   max_abs_error=float(np.max(err)) if C.size else 0.0,
+                   max_excess=float(np.max(excess)) if C.size else 0.0, worst=worst)
+
+
+def wrong_mask(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Boolean map of the elements of C outside the error bound (or not finite)."""
+    err = np.abs(C.astype(np.float64) - reference(A, B))
+    return ~(err <= tolerance(A, B))
+
+
+def random_operands(M: int, N: int, K: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Reproducible float32 operands uniform in [-1, 1)."""
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+    B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    return A, B

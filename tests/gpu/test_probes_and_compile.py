@@ -1,0 +1,53 @@
+"""Chapter 0's probes and the compile layer on the real device."""
+
+import numpy as np
+import pytest
+
+from gemmlab import compile as gcompile
+from gemmlab import device, launch, models, provenance
+
+
+def test_provenance_line_printed_once(capsys):
+    gcompile._loaded.clear()
+    gcompile.load("00_probes.cu")
+    gcompile.load("00_probes.cu")
+    out = capsys.readouterr().out
+    assert out == provenance.line("00_probes.cu", device.current().arch) + "\n"
+
+
+def test_resources_match_the_model():
+    f = gcompile.load("02_tiled.cu", quiet=True)
+    for T in (8, 16, 32):
+        r = f.resources(f"gemm_tiled_{T}")
+        assert r.shared_bytes == models.tiled_shared_bytes(T)
+        assert r.local_bytes == 0 and 0 < r.registers <= 255
+    with pytest.raises(KeyError, match="no extern"):
+        f.function("gemm_tiled_64")
+
+
+def test_hello_ids_mapping():
+    ids = launch.hello_ids(blocks=5, threads=7)
+    blocks, threads = np.divmod(np.arange(35), 7)
+    assert np.array_equal(ids, np.stack([blocks, threads, np.arange(35)], axis=1))
+
+
+def test_copy_probe_copies_every_element_including_the_tail():
+    from pycuda import gpuarray
+
+    n = 1_000_003                         # not a multiple of 4: exercises the scalar tail
+    src = gpuarray.to_gpu(np.random.default_rng(0).standard_normal(n).astype(np.float32))
+    dst = gpuarray.zeros(n, np.float32)
+    launch.copy(src, dst)
+    assert np.array_equal(dst.get(), src.get())
+
+
+def test_fma_probe_reaches_its_fixed_point():
+    values = launch.fma_values(blocks=3, threads=128, iters=200)
+    assert values.shape == (384,) and np.all(values == launch.FMA_CHAINS * 1.0)
+
+
+def test_device_spec_is_complete():
+    spec = device.current()
+    assert spec.sms > 0 and spec.sm_clock_khz > 0 and spec.memory_clock_khz > 0 and spec.memory_bus_bits > 0
+    assert device.peak_fp32_flops(spec) > 0 and device.peak_dram_bandwidth(spec) > 0
+    assert spec.max_threads_per_block == 1024 and spec.warp_size == 32

@@ -1,0 +1,46 @@
+"""Shared helpers of the notebook tests: reading chapters, _config.yml and cell sources."""
+
+import re
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+
+
+def config() -> dict:
+    return yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def read(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+def tags(cell) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def output_text(cell) -> str:
+    """All text a code cell's outputs carry (streams, text/plain, text/markdown, errors)."""
+    parts = []
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            parts.append(out["text"])
+        for key in ("text/plain", "text/markdown", "text/html"):
+            if key in out.get("data", {}):
+                parts.append(out["data"][key])
+        if out.get("output_type") == "error":
+            parts.append("\n".join(out.get("traceback", [])))
+    return "\n".join(p if isinstance(p, str) else "".join(p) for p in parts)
+
+
+def setup_cell(nb):
+    return next(c for c in nb.cells if "colab-setup" in tags(c))
+
+
+def assigned_string(src: str, name: str) -> str:
+    m = re.search(rf'^{name} = "([^"]*)"', src, re.M)
+    assert m, f"the setup cell assigns no {name}"
+    return m.group(1)

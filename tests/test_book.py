@@ -1,0 +1,94 @@
+"""The book builds as CI builds it (-W -n: no warnings, no unresolved references), every page of
+the table of contents is there, the API reference documents gemmlab, and the chapters' Colab
+launch buttons point at the repository named in _config.yml."""
+
+from __future__ import annotations
+
+import ast
+import html as htmllib
+import re
+from urllib.parse import urlparse
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# The modules book/api.md documents, and names the reference must contain whatever else changes.
+API_MODULES = ["gemmlab", "gemmlab.gpu", "gemmlab.compile", "gemmlab.timing", "gemmlab.device",
+               "gemmlab.launch", "gemmlab.bench", "gemmlab.models", "gemmlab.verify",
+               "gemmlab.provenance", "gemmlab.source", "gemmlab.tables", "gemmlab.figures"]
+API_MUST_HAVE = ["gemmlab.launch.check_gemm_shapes", "gemmlab.device.peak_fp32_flops",
+                 "gemmlab.gpu.GPUUnavailable", "gemmlab.verify.check", "gemmlab.kernels"]
+
+
+def test_build_succeeds(built_book):
+    assert built_book.returncode == 0, (
+        f"{' '.join(built_book.command)} exited with {built_book.returncode}:\n{built_book.tail()}")
+
+
+def test_build_has_no_warnings(built_book):
+    warnings = [line for line in built_book.output.splitlines() if "WARNING" in line]
+    assert not warnings, "the book build warned:\n" + "\n".join(warnings)
+
+
+def test_every_toc_page_is_built(built_book, toc_pages, book_sources):
+    assert toc_pages, "_toc.yml lists no pages"
+    missing_src = [d for d in toc_pages if book_sources.source_of(d) is None]
+    assert not missing_src, f"_toc.yml lists pages with no source file: {missing_src}"
+    missing = [d for d in toc_pages if not (built_book.html / f"{d}.html").is_file()]
+    assert not missing, f"no HTML under {built_book.html} for: {missing}"
+    assert (built_book.html / "index.html").is_file(), "the build wrote no index.html"
+
+
+def test_intro_links_every_available_chapter(built_book, toc_pages):
+    intro = (built_book.html / f"{toc_pages[0]}.html").read_text(encoding="utf-8")
+    chapters = [d for d in toc_pages if d.startswith("chapters/")]
+    assert chapters, "_toc.yml lists no chapter"
+    for d in chapters:
+        assert f'href="../{d}.html"' in intro, f"the landing page does not link to {d}"
+
+
+def _documented_names(root, module: str) -> list[str]:
+    """Public functions and classes with a docstring, defined in the module's own source (what
+    ``automodule :members:`` shows); for the package, the names in its ``__all__``."""
+    parts = module.split(".")
+    path = root / "gemmlab" / ("__init__.py" if len(parts) == 1 else f"{parts[1]}.py")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    if len(parts) == 1:
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+                return [f"{module}.{ast.literal_eval(node.value)[i]}" for i in range(len(node.value.elts))]
+        return []
+    return [f"{module}.{n.name}" for n in tree.body
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")
+            and ast.get_docstring(n)]
+
+
+def test_api_page_documents_gemmlab(built_book, repo_root):
+    page = built_book.html / "book" / "api.html"
+    assert page.is_file(), f"no API page at {page}"
+    text = page.read_text(encoding="utf-8")
+    ids = set(re.findall(r'id="([^"]+)"', text))
+    missing_modules = [m for m in API_MODULES if f"module-{m}" not in ids]
+    assert not missing_modules, f"the API page has no section for {missing_modules}"
+    expected = API_MUST_HAVE + [n for m in API_MODULES for n in _documented_names(repo_root, m)]
+    missing = sorted({n for n in expected if n not in ids})
+    assert not missing, f"the API page does not document: {missing}"
+    # autodoc failures that -W might not catch (a module that imports but renders empty).
+    assert "check_gemm_shapes" in htmllib.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+def test_colab_launch_buttons_point_to_the_repository(built_book, book_config, toc_pages, book_sources):
+    repo = urlparse(book_config["repository"]["url"])
+    assert repo.scheme == "https" and repo.netloc == "github.com", (
+        f"repository.url in _config.yml must be a https://github.com/ URL, got {book_config['repository']['url']}")
+    owner_repo = repo.path.strip("/").removesuffix(".git")
+    branch = book_config["repository"].get("branch", "main")
+    colab = book_config["launch_buttons"]["colab_url"].rstrip("/")
+    notebooks = [d for d in toc_pages if (s := book_sources.source_of(d)) is not None and s.suffix == ".ipynb"]
+    assert notebooks, "_toc.yml lists no notebook chapter, so no page has a launch button"
+    for d in notebooks:
+        text = (built_book.html / f"{d}.html").read_text(encoding="utf-8")
+        links = [htmllib.unescape(h) for h in re.findall(r'href="([^"]*colab[^"]*)"', text)]
+        want = f"{colab}/github/{owner_repo}/blob/{branch}/{d}.ipynb"
+        assert want in links, f"{d}.html has no Colab launch link {want}; Colab links found: {links}"

@@ -1,0 +1,42 @@
+"""Without a GPU every GPU entry point answers in one sentence, not a traceback."""
+
+import subprocess
+import sys
+
+import pytest
+
+import gemmlab
+from gemmlab import gpu
+
+REASON = gpu.unavailable_reason()
+no_gpu_only = pytest.mark.skipif(REASON is None, reason="this machine has a usable GPU")
+
+
+def one_sentence(msg: str) -> bool:
+    msg = msg.strip()
+    return msg.endswith(".") and "\n" not in msg and "Traceback" not in msg and len(msg) < 400
+
+
+@no_gpu_only
+@pytest.mark.parametrize("command", [["bench", "--sizes", "64"], ["info"]])
+def test_cli_says_why_in_one_sentence(command, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", *command, *(["--json", str(tmp_path / "b.json")] if command[0] == "bench" else [])],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("gemmlab: ") and one_sentence(proc.stderr[len("gemmlab: "):]), proc.stderr
+    assert not (tmp_path / "b.json").exists()
+
+
+@no_gpu_only
+def test_calling_a_kernel_raises_one_sentence():
+    import numpy as np
+
+    A = np.ones((2, 2), np.float32)
+    with pytest.raises(gemmlab.GPUUnavailable) as err:
+        gemmlab.kernels()["naive"](A, A)
+    assert one_sentence(str(err.value)), str(err.value)
+
+
+def test_bad_size_argument_is_refused():
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--sizes", "0"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "must be N or MxNxK with positive integers" in proc.stderr

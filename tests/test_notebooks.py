@@ -1,0 +1,133 @@
+"""Notebook conventions and freshness: what a reader, a Colab learner and nbval rely on."""
+
+import re
+import textwrap
+
+import nbformat
+import pytest
+
+from gemmlab import provenance
+from notebook_tools import CHAPTERS, ROOT, assigned_string, config, output_text, read, setup_cell, tags
+
+pytestmark = pytest.mark.skipif(not CHAPTERS, reason="no chapter notebooks yet")
+IDS = [p.name for p in CHAPTERS]
+
+
+@pytest.fixture(params=CHAPTERS, ids=IDS)
+def chapter(request):
+    return request.param, read(request.param)
+
+
+def test_valid_notebook_format(chapter):
+    nbformat.validate(chapter[1])
+
+
+def test_title_and_colab_badge(chapter):
+    path, nb = chapter
+    first = nb.cells[0]
+    assert first.cell_type == "markdown"
+    number = int(path.name[:2])
+    assert re.match(rf"# {number}\. \S", first.source), "the first cell starts with '# N. Title'"
+    repo = config()["repository"]["url"].removeprefix("https://github.com/")
+    badge = (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+             f"(https://colab.research.google.com/github/{repo}/blob/main/chapters/{path.name})")
+    assert badge in first.source
+
+
+def test_one_setup_cell_right_after_the_title(chapter):
+    _, nb = chapter
+    setups = [c for c in nb.cells if "colab-setup" in tags(c)]
+    assert len(setups) == 1 and nb.cells[1] is setups[0]
+    src = setups[0].source
+    assert 'if "google.colab" in sys.modules:' in src, "the setup cell acts only on Colab"
+    assert not setups[0].outputs, "off Colab the setup cell prints nothing"
+
+
+def test_setup_cell_uses_the_configured_repository(chapter):
+    _, nb = chapter
+    assert assigned_string(setup_cell(nb).source, "REPO_URL") == config()["repository"]["url"]
+
+
+def test_setup_cell_installs_the_pinned_pycuda(chapter):
+    _, nb = chapter
+    pin = re.search(r"^pycuda==\S+", (ROOT / "requirements-gpu.txt").read_text(), re.M).group(0)
+    assert f'"{pin}"' in setup_cell(nb).source
+
+
+def test_asks_colab_for_a_gpu(chapter):
+    assert chapter[1].metadata.get("accelerator") == "GPU"
+    assert chapter[1].metadata["kernelspec"]["name"] == "python3"
+
+
+def test_code_cells_executed_in_order(chapter):
+    counts = [c.execution_count for c in chapter[1].cells if c.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1)), f"execution counts {counts}: re-run top to bottom"
+
+
+def test_no_error_outputs_unless_tagged(chapter):
+    for i, cell in enumerate(chapter[1].cells):
+        if cell.cell_type != "code" or "raises-exception" in tags(cell):
+            continue
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        assert not errors, f"cell {i} has an error output: {errors[0].get('ename')}: {errors[0].get('evalue')}"
+        stderr = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stderr")
+        assert "Traceback" not in stderr, f"cell {i} printed a traceback"
+
+
+def test_outputs_come_from_a_run(chapter):
+    """Executed on a GPU: kernels compiled (provenance lines) and at least one figure stored."""
+    _, nb = chapter
+    text = "\n".join(output_text(c) for c in nb.cells if c.cell_type == "code")
+    assert provenance.find(text), "no provenance line: the notebook was not executed with its kernels"
+    assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def test_fresh_against_kernel_sources(chapter):
+    """Every kernel hash in the stored outputs is the hash of the file as it is now."""
+    _, nb = chapter
+    problems = provenance.stale("\n".join(output_text(c) for c in nb.cells if c.cell_type == "code"))
+    assert not problems, "stale outputs (re-execute the notebook on a GPU):\n" + "\n".join(problems)
+
+
+def test_compared_cells_outnumber_ignored_ones(chapter):
+    """nbval compares most cells that have output; only machine-dependent ones are ignored."""
+    _, nb = chapter
+    with_output = [c for c in nb.cells if c.cell_type == "code" and c.outputs]
+    ignored = [c for c in with_output if "nbval-ignore-output" in tags(c)]
+    assert len(ignored) < len(with_output)
+    assert len(with_output) - len(ignored) >= 3
+
+
+def solution_blocks(nb):
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for details in re.findall(r"<details>(.*?)</details>", cell.source, re.S):
+                yield from re.findall(r"```python\n(.*?)```", details, re.S)
+
+
+def test_exercises_have_collapsed_solutions(chapter):
+    _, nb = chapter
+    md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "## Exercises" in md
+    assert md.count("<details>") == md.count("</details>") >= 2
+    assert md.count("<summary>Solution</summary>") == md.count("<details>")
+
+
+def test_cpu_solutions_run(chapter, capsys):
+    """Solutions that need no GPU are executed here, so a solution can't rot."""
+    _, nb = chapter
+    for code in solution_blocks(nb):
+        if "launch." in code or "bench." in code:
+            continue
+        exec(compile(textwrap.dedent(code), "<solution>", "exec"), {})
+
+
+def test_freshness_check_fails_on_a_changed_kernel(tmp_path):
+    """The freshness test above is able to fail: a changed kernel file makes the stored hash stale."""
+    nb = read(CHAPTERS[0])
+    text = "\n".join(output_text(c) for c in nb.cells if c.cell_type == "code")
+    path, _ = provenance.find(text)[0]
+    copy = tmp_path / path
+    copy.parent.mkdir(parents=True)
+    copy.write_text((ROOT / path).read_text() + "\n// edited after the notebook ran\n")
+    assert any(p.startswith(path) for p in provenance.stale(text, tmp_path))
