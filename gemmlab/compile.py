@@ -48,7 +48,7 @@ class CompiledFile:
         return f"[gemmlab] {provenance.display_path(self.path)} sha256:{self.sha} {self.arch}"
 
 
-_loaded: dict[tuple[str, str], CompiledFile] = {}
+_loaded: dict[tuple[str, int, int], CompiledFile] = {}
 
 
 def arch() -> str:
@@ -59,17 +59,18 @@ def arch() -> str:
 
 
 def load(path: str | Path, quiet: bool = False) -> CompiledFile:
-    """Compile a kernel file for this GPU (once per process) and print its provenance line.
+    """Compile a kernel file for this GPU (once per process and version of the file) and print its provenance line.
 
     The hash is taken of the exact text handed to the compiler, so the line always names
     the source that produced the outputs that follow it.
     """
     file = provenance.kernel_path(path)
-    text = file.read_text(encoding="utf-8")
-    sha = provenance.short_sha(text)
-    key = (str(file), sha)
+    st = file.stat()
+    key = (str(file), st.st_mtime_ns, st.st_size)   # cheap enough to call on every launch
     if key in _loaded:
         return _loaded[key]
+    text = file.read_text(encoding="utf-8")
+    sha = provenance.short_sha(text)
     gpu.cuda()
     gpu.require_nvcc()
     from pycuda.compiler import SourceModule

@@ -97,23 +97,25 @@ def properties_table(spec: DeviceSpec) -> list[tuple[str, str]]:
     ]
 
 
-# Published limits (CUDA C++ Programming Guide, "Technical Specifications per Compute
-# Capability"; NVIDIA's T4 and H200 datasheets for SMs, clocks and memory). Used by CPU tests and
-# by readers without a GPU; measured values always come from :func:`current`.
+# Reference specs for the two GPUs the course runs on. Limits per compute capability from the CUDA
+# C++ Programming Guide ("Technical Specifications per Compute Capability"); SMs and boost clocks
+# from NVIDIA's T4 and H200 datasheets; memory clock, bus width and memory size as the driver
+# reports them (a T4 on Colab, the course's H200). Used by CPU tests and by readers without a GPU;
+# the notebooks' own numbers always come from :func:`current`.
 T4 = DeviceSpec(
-    name="Tesla T4 (published)", compute_capability=(7, 5), sms=40, max_threads_per_block=1024,
+    name="Tesla T4 (reference)", compute_capability=(7, 5), sms=40, max_threads_per_block=1024,
     max_block_dims=(1024, 1024, 64), max_grid_dims=(2**31 - 1, 65535, 65535), max_threads_per_sm=1024,
     max_blocks_per_sm=16, warp_size=32, registers_per_sm=65536, registers_per_block=65536,
     shared_per_block=48 * 1024, shared_per_block_optin=64 * 1024, shared_per_sm=64 * 1024,
     reserved_shared_per_block=0, l2_bytes=4 * 1024**2, sm_clock_khz=1_590_000, memory_clock_khz=5_001_000,
-    memory_bus_bits=256, total_memory=15 * 1024**3, clock_source="published")
+    memory_bus_bits=256, total_memory=15 * 1024**3, clock_source="reference")
 H200 = DeviceSpec(
-    name="NVIDIA H200 (published)", compute_capability=(9, 0), sms=132, max_threads_per_block=1024,
+    name="NVIDIA H200 (reference)", compute_capability=(9, 0), sms=132, max_threads_per_block=1024,
     max_block_dims=(1024, 1024, 64), max_grid_dims=(2**31 - 1, 65535, 65535), max_threads_per_sm=2048,
     max_blocks_per_sm=32, warp_size=32, registers_per_sm=65536, registers_per_block=65536,
     shared_per_block=48 * 1024, shared_per_block_optin=227 * 1024, shared_per_sm=228 * 1024,
     reserved_shared_per_block=1024, l2_bytes=60 * 1024**2, sm_clock_khz=1_980_000, memory_clock_khz=3_201_000,
-    memory_bus_bits=6144, total_memory=141 * 10**9, clock_source="published")
+    memory_bus_bits=6016, total_memory=143771 * 2**20, clock_source="reference")
 
 
 def _nvidia_smi_max_clocks() -> tuple[int, int] | None:

@@ -23,7 +23,9 @@ def time_gpu(run: Callable[[], object], warmup: int = 2, repeat: int = 10) -> Ti
     """Time ``run()`` (which enqueues GPU work) with CUDA events around each call.
 
     Warm-up calls absorb one-off costs (module load, clocks ramping up); the median of the
-    timed calls resists the odd slow run. Events time the GPU, not the Python around it.
+    timed calls resists the odd slow run. The events time the GPU from the first to the last
+    piece of work ``run`` enqueues, so ``run`` should enqueue enough work (a millisecond or more)
+    for the few microseconds of Python launch overhead not to count.
     """
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")

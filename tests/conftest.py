@@ -99,6 +99,11 @@ class BookSources:
 
     root = ROOT
 
+    @property
+    def root_doc(self) -> str:
+        """The landing page: ``root`` in ``_toc.yml``."""
+        return toc_docnames()[0]
+
     @staticmethod
     def source_of(docname: str) -> Path | None:
         return source_of(docname)

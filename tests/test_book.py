@@ -57,7 +57,7 @@ def _documented_names(root, module: str) -> list[str]:
     if len(parts) == 1:
         for node in tree.body:
             if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
-                return [f"{module}.{ast.literal_eval(node.value)[i]}" for i in range(len(node.value.elts))]
+                return [f"{module}.{name}" for name in ast.literal_eval(node.value)]
         return []
     return [f"{module}.{n.name}" for n in tree.body
             if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")

@@ -27,8 +27,9 @@ DRIVER = textwrap.dedent('''
             return subprocess.CompletedProcess(cmd, 0)
         return real_run(cmd, *args, **kwargs)
     subprocess.run = run
-    exec(compile(open(sys.argv[1]).read(), "<setup cell>", "exec"))
-    exec(compile(open(sys.argv[1]).read(), "<setup cell, run twice>", "exec"))
+    cell = open(sys.argv[1]).read()
+    exec(compile(cell, "<setup cell>", "exec"))
+    exec(compile(cell, "<setup cell, run twice>", "exec"))
     import os, gemmlab, gemmlab.provenance as p
     print(json.dumps({"cwd": os.getcwd(), "gemmlab": gemmlab.__file__, "kernels": str(p.KERNELS_DIR),
                       "pip": pip_calls, "kernel_files": sorted(os.listdir(p.KERNELS_DIR))}))

@@ -24,7 +24,7 @@ def test_block_beyond_device_limits():
     limit = device.current().max_threads_per_block
     with pytest.raises(LaunchConfigError, match=rf"has 4096 threads; .* at most {limit} per block"):
         too_big(A, A)
-    with pytest.raises(LaunchConfigError, match=r"has 2048 threads"):
+    with pytest.raises(LaunchConfigError, match=r"x = 2048 exceeds this device's limit of 1024"):
         launch.hello_ids(blocks=1, threads=2048)
 
 

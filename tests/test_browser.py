@@ -1,0 +1,184 @@
+"""A real browser on the built book: headless Chromium (Debian's, driven by Playwright) opens
+every page of the table of contents from a local web server.
+
+Each page must load with no console errors and no uncaught exceptions, show its title as the
+h1, and have every local image inside the article loaded. The machine may have no internet:
+every request that leaves 127.0.0.1 is answered here with an empty 200 response and recorded,
+and the hosts asked for must be in ALLOWED_HOSTS, so a page that starts to depend on a new CDN
+is noticed. A full-page screenshot of each page goes to test-artifacts/; with
+GEMMLAB_UPDATE_SCREENSHOT=1 the landing page's also becomes book/_static/book-screenshot.png.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# External hosts a page may ask for. MathJax comes from a CDN; the Colab badge image at the top of
+# each chapter is served by Colab. Anything else is a new dependency that a reader without that
+# host (or offline) would miss: add it here only after deciding it is acceptable.
+ALLOWED_HOSTS = {"cdn.jsdelivr.net", "colab.research.google.com"}
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1280, "height": 900}
+PAGE_TIMEOUT_MS = 30_000
+
+# What an intercepted request gets: something harmless of the right kind.
+EMPTY_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="117" height="20" viewBox="0 0 117 20">'
+             '<rect width="117" height="20" rx="3" fill="#999"/></svg>')
+STUBS = {
+    "image": ("image/svg+xml", EMPTY_SVG),
+    "script": ("application/javascript", "/* stubbed by tests/test_browser.py */"),
+    "stylesheet": ("text/css", "/* stubbed by tests/test_browser.py */"),
+}
+
+# Every <img> in the article with a local src: loaded (complete, with a width) or not.
+IMAGES_JS = """async () => {
+  const article = document.querySelector('article.bd-article') || document.querySelector('main');
+  if (!article) return null;
+  const imgs = Array.from(article.querySelectorAll('img'))
+    .filter(img => img.currentSrc.startsWith(location.origin) || img.src.startsWith(location.origin));
+  await Promise.all(imgs.map(img => {
+    img.loading = 'eager';
+    return img.complete ? null : new Promise(done => {
+      img.addEventListener('load', done, {once: true});
+      img.addEventListener('error', done, {once: true});
+      setTimeout(done, 10000);
+    });
+  }));
+  return imgs.map(img => ({src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0}));
+}"""
+
+H1_JS = """() => {
+  const h1 = document.querySelector('article.bd-article h1') || document.querySelector('main h1');
+  if (!h1) return null;
+  const copy = h1.cloneNode(true);
+  copy.querySelectorAll('.headerlink').forEach(a => a.remove());
+  return copy.textContent.replace(/\\s+/g, ' ').trim();
+}"""
+
+
+def _chromium() -> str | None:
+    found = shutil.which("chromium")
+    if found:
+        return found
+    return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+        pass
+
+
+@pytest.fixture(scope="module")
+def served_book(built_book):
+    """The built HTML over http on 127.0.0.1 (a free port), for the module's tests."""
+    if not (built_book.html / "index.html").is_file():
+        pytest.fail(f"the book did not build (no {built_book.html / 'index.html'}):\n{built_book.tail()}")
+    handler = functools.partial(_QuietHandler, directory=str(built_book.html))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, name="book-http", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="the playwright Python package is not installed (it is in requirements.txt)")
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium; scripts/test.sh does this as root)")
+    pw = sync_api.sync_playwright().start()
+    try:
+        b = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+    except Exception as exc:
+        pw.stop()
+        pytest.fail(f"could not start {executable} through Playwright: {exc}")
+    try:
+        yield b
+    finally:
+        b.close()
+        pw.stop()
+
+
+@pytest.fixture(scope="module")
+def artifacts(repo_root) -> Path:
+    out = repo_root / "test-artifacts"
+    out.mkdir(exist_ok=True)
+    return out
+
+
+def test_page_in_browser(toc_page, served_book, browser, artifacts, repo_root, book_sources):
+    url = f"{served_book}/{toc_page}.html"
+    external: list[str] = []
+    problems: list[str] = []
+
+    def route(r):
+        req = r.request
+        host = urlparse(req.url).hostname
+        if host == "127.0.0.1":
+            r.continue_()
+            return
+        external.append(req.url)
+        content_type, body = STUBS.get(req.resource_type, ("text/plain", ""))
+        r.fulfill(status=200, content_type=content_type, body=body)
+
+    context = browser.new_context(viewport=VIEWPORT, service_workers="block")
+    try:
+        context.route("**/*", route)
+        page = context.new_page()
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        page.on("console", lambda m: problems.append(f"console error: {m.text} ({m.location.get('url', '')})")
+                if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.append(f"uncaught exception: {e}"))
+        page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})"))
+
+        response = page.goto(url, wait_until="load")
+        assert response is not None and response.ok, f"{url} answered {response and response.status}"
+        page.wait_for_load_state("networkidle")
+
+        images = page.evaluate(IMAGES_JS)
+        if images is None:
+            problems.append("the page has no article (article.bd-article or main)")
+        else:
+            problems += [f"image did not load: {i['src']}" for i in images if not i["ok"]]
+
+        h1 = page.evaluate(H1_JS)
+        expected = book_sources.title(toc_page)
+        if not h1:
+            problems.append("the page has no h1 title")
+        elif expected is not None and h1 != expected:
+            problems.append(f"the h1 reads {h1!r}, the source's title is {expected!r}")
+        elif h1 not in page.title():
+            problems.append(f"the h1 {h1!r} is not in the document title {page.title()!r}")
+
+        shot = artifacts / (toc_page.replace("/", "__") + ".png")
+        page.screenshot(path=str(shot), full_page=True)
+        if toc_page == book_sources.root_doc and os.environ.get("GEMMLAB_UPDATE_SCREENSHOT") == "1":
+            target = repo_root / "book" / "_static" / "book-screenshot.png"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(shot, target)
+    finally:
+        context.close()
+
+    hosts = sorted({urlparse(u).hostname or u for u in external})
+    unexpected = [h for h in hosts if h not in ALLOWED_HOSTS]
+    assert not unexpected, (f"{toc_page} requests hosts outside the allow-list {sorted(ALLOWED_HOSTS)}: "
+                            f"{unexpected}\n" + "\n".join(u for u in external if urlparse(u).hostname in unexpected))
+    assert not problems, f"{toc_page} in a browser ({url}):\n" + "\n".join(problems)
