@@ -173,8 +173,8 @@ PROBES = "00_probes.cu"
 FMA_CHAINS = 8   # must match CHAINS in kernels/00_probes.cu
 
 
-def probe_grid(threads: int, spec: _device.DeviceSpec, waves: int = 4) -> tuple[int, int, int]:
-    """Enough blocks to fill every SM ``waves`` times over (the probes use grid-stride loops)."""
+def probe_grid(threads: int, spec: _device.DeviceSpec, waves: int = 8) -> tuple[int, int, int]:
+    """Enough blocks of ``threads`` to fill every SM ``waves`` times over."""
     return (spec.sms * max(1, spec.max_threads_per_sm // threads) * waves, 1, 1)
 
 
@@ -191,32 +191,29 @@ def hello_ids(blocks: int, threads: int) -> np.ndarray:
 
 
 def copy(src, dst, threads: int = 256, passes: int = 1) -> None:
-    """Enqueue ``copy_f32``: ``src`` to ``dst`` (float32 GPUArrays of one size), then back and forth
-    for ``passes`` passes in all; after any number of passes both hold the original ``src``."""
+    """Enqueue ``copy_f32``: copy ``src`` to ``dst`` (float32 GPUArrays of one size) ``passes`` times,
+    one float4 per thread."""
     spec = _device.current()
     check_block((threads, 1, 1), spec)
     if src.dtype != np.float32 or dst.dtype != np.float32 or src.size != dst.size:
         raise ValueError(f"copy needs two float32 arrays of one size, got {src.dtype}[{src.size}] and {dst.dtype}[{dst.size}]")
     if passes < 1:
         raise ValueError(f"passes must be at least 1, got {passes}")
+    blocks = min(max(1, -(-max(src.size // 4, 1) // threads)), spec.max_grid_dims[0])
     _compile.load(PROBES).function("copy_f32")(src.gpudata, dst.gpudata, np.int64(src.size), np.int32(passes),
-                                               block=(threads, 1, 1), grid=probe_grid(threads, spec))
+                                               block=(threads, 1, 1), grid=(blocks, 1, 1))
 
 
-def fma(out, clocks, iters: int, threads: int = 256) -> None:
-    """Enqueue ``fma_f32``: one thread per element of ``out``, ``iters`` rounds of 8 chained FMAs;
-    ``clocks`` (int64, two per block) receives each block's SM cycles and nanoseconds."""
+def fma(out, iters: int, threads: int = 256) -> None:
+    """Enqueue ``fma_f32``: one thread per element of ``out``, ``iters`` rounds of 8 chained FMAs."""
     spec = _device.current()
     check_block((threads, 1, 1), spec)
     if out.size % threads:
         raise ValueError(f"fma needs len(out) to be a multiple of threads={threads}, got {out.size}")
     blocks = out.size // threads
     check_grid((blocks, 1, 1), spec)
-    if clocks.dtype != np.int64 or clocks.size != 2 * blocks:
-        raise ValueError(f"fma needs an int64 clocks array of 2 x {blocks} blocks, got {clocks.dtype}[{clocks.size}]")
-    _compile.load(PROBES).function("fma_f32")(out.gpudata, clocks.gpudata, np.int32(iters), np.float32(0.5),
-                                              np.float32(0.5), block=(threads, 1, 1), grid=(blocks, 1, 1))
-
+    _compile.load(PROBES).function("fma_f32")(out.gpudata, np.int32(iters), np.float32(0.5), np.float32(0.5),
+                                              block=(threads, 1, 1), grid=(blocks, 1, 1))
 
 
 def fma_values(blocks: int, threads: int, iters: int) -> np.ndarray:
@@ -225,5 +222,5 @@ def fma_values(blocks: int, threads: int, iters: int) -> np.ndarray:
     from pycuda import gpuarray
 
     out = gpuarray.zeros(blocks * threads, np.float32)
-    fma(out, gpuarray.zeros(2 * blocks, np.int64), iters, threads)
+    fma(out, iters, threads)
     return out.get()

@@ -159,4 +159,5 @@ def built_book(tmp_path_factory) -> BookBuild:
         partial = exc.output.decode(errors="replace") if isinstance(exc.output, bytes) else (exc.output or "")
         pytest.fail(f"the book build took longer than {BUILD_TIMEOUT_S} s: {' '.join(cmd)}\n"
                     + "\n".join(partial.splitlines()[-40:]))
-    return BookBuild(cmd, proc.returncode, proc.stdout, out, out / "_build" / "html")
+    output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)   # Sphinx colours its log even into a pipe
+    return BookBuild(cmd, proc.returncode, output, out, out / "_build" / "html")

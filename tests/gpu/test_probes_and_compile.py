@@ -37,24 +37,18 @@ def test_copy_probe_copies_every_element_including_the_tail():
     n = 1_000_003                         # not a multiple of 4: exercises the scalar tail
     src = gpuarray.to_gpu(np.random.default_rng(0).standard_normal(n).astype(np.float32))
     dst = gpuarray.zeros(n, np.float32)
-    original = src.get()
-    for passes in (1, 2, 3):
+    for passes in (1, 3):
+        dst.fill(0)
         launch.copy(src, dst, passes=passes)
-        assert np.array_equal(dst.get(), original) and np.array_equal(src.get(), original)
+        assert np.array_equal(dst.get(), src.get())
+    small_grid = gpuarray.zeros(n, np.float32)
+    launch.copy(src, small_grid, threads=32)     # many float4s per thread: the grid-stride path
+    assert np.array_equal(small_grid.get(), src.get())
 
 
 def test_fma_probe_reaches_its_fixed_point():
     values = launch.fma_values(blocks=3, threads=128, iters=200)
     assert values.shape == (384,) and np.all(values == launch.FMA_CHAINS * 1.0)
-
-
-def test_fma_run_reports_a_plausible_clock():
-    from gemmlab import bench
-
-    run = bench.fma_throughput(iters=256, waves=1, repeat=2)
-    max_clock = device.current().sm_clock_khz * 1e3
-    assert 0.2 * max_clock < run.sm_clock_hz < 1.05 * max_clock      # cycles / ns really is a clock
-    assert run.flops_per_s > 0
 
 
 def test_device_spec_is_complete():
