@@ -32,26 +32,29 @@ class Ceiling:
         return self.measured / self.derived
 
 
-def copy_bandwidth(nbytes: int = 1 << 30, threads: int = 256, repeat: int = 20,
-                   bytes_per_launch: int = 4 << 30) -> tuple[float, timing.Timing]:
-    """Bytes/s moved by ``copy_f32`` (one read plus one write per byte copied) between two ``nbytes`` buffers.
-
-    Small buffers are copied again and again in one launch until about ``bytes_per_launch`` bytes
-    have moved, so launch overhead does not hide the speed of the cache that holds them.
-    """
+def copy_bandwidth(nbytes: int = 1 << 30, threads: int = 256, repeat: int = 20, passes: int = 1,
+                   resident: bool = False) -> tuple[float, timing.Timing]:
+    """Bytes/s moved by ``copy_f32`` (one read plus one write per byte copied) between two ``nbytes``
+    buffers, ``passes`` copies per launch (see :func:`gemmlab.launch.copy` for ``resident``)."""
     gpu.cuda()
     from pycuda import gpuarray
 
     n = nbytes // 4
-    passes = max(1, bytes_per_launch // (2 * 4 * n))
     launch.check_fits(2 * 4 * n, _device.free_memory(), f"the copy probe on 2 x {nbytes / 2**20:,.0f} MiB")
     src = gpuarray.arange(n, dtype=np.float32)
     dst = gpuarray.zeros(n, np.float32)
-    t = timing.time_gpu(lambda: launch.copy(src, dst, threads, passes), repeat=repeat)
+    t = timing.time_gpu(lambda: launch.copy(src, dst, threads, passes, resident), repeat=repeat)
     head, tail = slice(0, min(n, 1 << 20)), slice(max(0, n - (1 << 20)), n)
     if not all(np.array_equal(dst[s].get(), src[s].get()) for s in (head, tail)):
         raise RuntimeError("the copy probe produced a wrong copy: its timing is meaningless")
     return passes * 2 * 4 * n / t.median_s, t
+
+
+def copy_sweep(sizes_bytes, bytes_per_launch: int = 4 << 30) -> list[float]:
+    """Copy bandwidth for each buffer size, with a resident grid that sweeps the whole buffer
+    ``passes`` times per launch: enough passes that each launch moves about ``bytes_per_launch``
+    bytes, so launch overhead does not hide the speed of a cache that holds a small buffer."""
+    return [copy_bandwidth(nb, passes=max(1, bytes_per_launch // (2 * nb)), resident=True)[0] for nb in sizes_bytes]
 
 
 def fma_throughput(iters: int = 16384, threads: int = 256, waves: int = 8, repeat: int = 10) -> tuple[float, timing.Timing]:
