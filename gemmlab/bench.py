@@ -3,7 +3,7 @@
 ``python -m gemmlab bench`` prints the ladder (every kernel and cuBLAS FP32 at several sizes)
 and writes it as JSON. Kernels are timed with CUDA events (:mod:`gemmlab.timing`) on device
 buffers, so host copies are not in the times. Each result is checked against the reference
-first: a wrong kernel gets no speed.
+first; a wrong one is marked ``correct: false`` in the ladder and makes the command exit 1.
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ class Resources:
 
 @dataclass
 class CompiledFile:
+    """One kernel file compiled for one architecture: its path, short hash, ``sm_XY`` and module."""
+
     path: Path
     sha: str
     arch: str
@@ -40,6 +42,7 @@ class CompiledFile:
             raise KeyError(f"{provenance.display_path(self.path)} has no extern \"C\" kernel named {name!r}") from None
 
     def resources(self, name: str) -> Resources:
+        """Registers, static shared memory and local memory the compiler gave function ``name``."""
         f = self.function(name)
         return Resources(f.num_regs, f.shared_size_bytes, f.local_size_bytes, f.max_threads_per_block)
 

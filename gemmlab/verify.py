@@ -21,7 +21,7 @@ def reference(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 def tolerance(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """Per-element bound gamma(K+2)·(|A|·|B|) (plus the smallest normal float32, for exact zeros)."""
+    """Per-element bound ``gamma(K+2)·(|A|·|B|)`` (plus the smallest normal float32, for exact zeros)."""
     n = A.shape[1] + 2
     gamma = n * UNIT_ROUNDOFF / (1 - n * UNIT_ROUNDOFF)
     return gamma * (np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)) + np.finfo(np.float32).tiny
