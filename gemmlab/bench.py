@@ -32,10 +32,12 @@ class Ceiling:
         return self.measured / self.derived
 
 
-def copy_bandwidth(nbytes: int = 1 << 30, threads: int = 256, repeat: int = 20, passes: int = 1,
-                   resident: bool = False) -> tuple[float, timing.Timing]:
-    """Bytes/s moved by ``copy_f32`` (one read plus one write per byte copied) between two ``nbytes``
-    buffers, ``passes`` copies per launch (see :func:`gemmlab.launch.copy` for ``resident``)."""
+def copy_bandwidth(nbytes: int = 1 << 30, threads: int = 256, repeat: int = 20, passes: int | None = None) -> tuple[float, timing.Timing]:
+    """Bytes/s moved between two ``nbytes`` buffers, counting one read and one write per byte copied.
+
+    With ``passes=None``, one launch of ``copy_f32`` (one float4 per thread). With a number, one
+    launch of ``copy_passes_f32`` repeating the copy that many times.
+    """
     gpu.cuda()
     from pycuda import gpuarray
 
@@ -43,18 +45,21 @@ def copy_bandwidth(nbytes: int = 1 << 30, threads: int = 256, repeat: int = 20, 
     launch.check_fits(2 * 4 * n, _device.free_memory(), f"the copy probe on 2 x {nbytes / 2**20:,.0f} MiB")
     src = gpuarray.arange(n, dtype=np.float32)
     dst = gpuarray.zeros(n, np.float32)
-    t = timing.time_gpu(lambda: launch.copy(src, dst, threads, passes, resident), repeat=repeat)
+    if passes is None:
+        t = timing.time_gpu(lambda: launch.copy(src, dst, threads), repeat=repeat)
+    else:
+        t = timing.time_gpu(lambda: launch.copy_passes(src, dst, passes, threads), repeat=repeat)
     head, tail = slice(0, min(n, 1 << 20)), slice(max(0, n - (1 << 20)), n)
     if not all(np.array_equal(dst[s].get(), src[s].get()) for s in (head, tail)):
         raise RuntimeError("the copy probe produced a wrong copy: its timing is meaningless")
-    return passes * 2 * 4 * n / t.median_s, t
+    return (passes or 1) * 2 * 4 * n / t.median_s, t
 
 
 def copy_sweep(sizes_bytes, bytes_per_launch: int = 4 << 30) -> list[float]:
-    """Copy bandwidth for each buffer size, with a resident grid that sweeps the whole buffer
-    ``passes`` times per launch: enough passes that each launch moves about ``bytes_per_launch``
-    bytes, so launch overhead does not hide the speed of a cache that holds a small buffer."""
-    return [copy_bandwidth(nb, passes=max(1, bytes_per_launch // (2 * nb)), resident=True)[0] for nb in sizes_bytes]
+    """Copy bandwidth for each buffer size with ``copy_passes_f32``: enough passes that each launch
+    moves about ``bytes_per_launch`` bytes, so launch overhead does not hide the speed of a cache
+    that holds a small buffer."""
+    return [copy_bandwidth(nb, passes=max(1, bytes_per_launch // (2 * nb)))[0] for nb in sizes_bytes]
 
 
 def fma_throughput(iters: int = 16384, threads: int = 256, waves: int = 8, repeat: int = 10) -> tuple[float, timing.Timing]:

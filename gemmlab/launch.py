@@ -190,25 +190,31 @@ def hello_ids(blocks: int, threads: int) -> np.ndarray:
     return out
 
 
-def copy(src, dst, threads: int = 256, passes: int = 1, resident: bool = False) -> None:
-    """Enqueue ``copy_f32``: copy ``src`` to ``dst`` (float32 GPUArrays of one size) ``passes`` times.
-
-    By default the grid gives each thread one float4. With ``resident=True`` it is one wave of
-    blocks that fills every SM once and strides over the whole buffer in every pass, so a pass
-    finds the previous pass's data in a cache only if the whole buffer fits there.
-    """
-    spec = _device.current()
+def _check_copy(src, dst, threads, spec) -> None:
     check_block((threads, 1, 1), spec)
     if src.dtype != np.float32 or dst.dtype != np.float32 or src.size != dst.size:
         raise ValueError(f"copy needs two float32 arrays of one size, got {src.dtype}[{src.size}] and {dst.dtype}[{dst.size}]")
+
+
+def copy(src, dst, threads: int = 256) -> None:
+    """Enqueue ``copy_f32``: ``dst[:] = src`` (float32 GPUArrays of one size), one float4 per thread."""
+    spec = _device.current()
+    _check_copy(src, dst, threads, spec)
+    blocks = -(-(src.size // 4 + 3) // threads)
+    check_grid((blocks, 1, 1), spec)
+    _compile.load(PROBES).function("copy_f32")(src.gpudata, dst.gpudata, np.int64(src.size),
+                                               block=(threads, 1, 1), grid=(blocks, 1, 1))
+
+
+def copy_passes(src, dst, passes: int, threads: int = 256) -> None:
+    """Enqueue ``copy_passes_f32``: the same copy ``passes`` times, by one resident wave of blocks
+    that strides over the whole buffer in every pass."""
+    spec = _device.current()
+    _check_copy(src, dst, threads, spec)
     if passes < 1:
         raise ValueError(f"passes must be at least 1, got {passes}")
-    if resident:
-        blocks = probe_grid(threads, spec, waves=1)[0]
-    else:
-        blocks = min(max(1, -(-max(src.size // 4, 1) // threads)), spec.max_grid_dims[0])
-    _compile.load(PROBES).function("copy_f32")(src.gpudata, dst.gpudata, np.int64(src.size), np.int32(passes),
-                                               block=(threads, 1, 1), grid=(blocks, 1, 1))
+    _compile.load(PROBES).function("copy_passes_f32")(src.gpudata, dst.gpudata, np.int64(src.size), np.int32(passes),
+                                                      block=(threads, 1, 1), grid=probe_grid(threads, spec, waves=1))
 
 
 def fma(out, iters: int, threads: int = 256) -> None:

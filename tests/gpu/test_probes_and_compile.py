@@ -31,19 +31,18 @@ def test_hello_ids_mapping():
     assert np.array_equal(ids, np.stack([blocks, threads, np.arange(35)], axis=1))
 
 
-def test_copy_probe_copies_every_element_including_the_tail():
+@pytest.mark.parametrize("n", [1, 3, 4, 1_000_003])    # tails of 1, 3, 0 and 3 floats
+def test_copy_probes_copy_every_element(n):
     from pycuda import gpuarray
 
-    n = 1_000_003                         # not a multiple of 4: exercises the scalar tail
-    src = gpuarray.to_gpu(np.random.default_rng(0).standard_normal(n).astype(np.float32))
+    src = gpuarray.to_gpu(np.random.default_rng(n).standard_normal(n).astype(np.float32))
     dst = gpuarray.zeros(n, np.float32)
+    launch.copy(src, dst)
+    assert np.array_equal(dst.get(), src.get())
     for passes in (1, 3):
         dst.fill(0)
-        launch.copy(src, dst, passes=passes)
+        launch.copy_passes(src, dst, passes)
         assert np.array_equal(dst.get(), src.get())
-    strided = gpuarray.zeros(n, np.float32)
-    launch.copy(src, strided, threads=32, passes=2, resident=True)   # many float4s per thread
-    assert np.array_equal(strided.get(), src.get())
 
 
 def test_fma_probe_reaches_its_fixed_point():
