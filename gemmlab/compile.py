@@ -7,7 +7,7 @@ the compiler gave each function: registers per thread, static shared memory, loc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gpu, provenance
@@ -33,13 +33,16 @@ class CompiledFile:
     sha: str
     arch: str
     module: object
+    _functions: dict = field(default_factory=dict, repr=False)
 
     def function(self, name: str):
         """The PyCUDA function ``name`` (an ``extern "C"`` entry point of the file)."""
-        try:
-            return self.module.get_function(name)
-        except Exception:
-            raise KeyError(f"{provenance.display_path(self.path)} has no extern \"C\" kernel named {name!r}") from None
+        if name not in self._functions:
+            try:
+                self._functions[name] = self.module.get_function(name)
+            except Exception:
+                raise KeyError(f"{provenance.display_path(self.path)} has no extern \"C\" kernel named {name!r}") from None
+        return self._functions[name]
 
     def resources(self, name: str) -> Resources:
         """Registers, static shared memory and local memory the compiler gave function ``name``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Callable
@@ -14,18 +15,21 @@ class Timing:
     median_s: float
     min_s: float
     repeats: int
+    inner: int = 1
 
     def __str__(self) -> str:
-        return f"{self.median_s * 1e3:.3f} ms (median of {self.repeats}, min {self.min_s * 1e3:.3f} ms)"
+        per = f" x {self.inner} launches" if self.inner > 1 else ""
+        return f"{self.median_s * 1e3:.3f} ms (median of {self.repeats}{per}, min {self.min_s * 1e3:.3f} ms)"
 
 
-def time_gpu(run: Callable[[], object], warmup: int = 2, repeat: int = 10) -> Timing:
-    """Time ``run()`` (which enqueues GPU work) with CUDA events around each call.
+def time_gpu(run: Callable[[], object], warmup: int = 2, repeat: int = 10, min_seconds: float = 2e-3,
+             max_inner: int = 1000) -> Timing:
+    """Seconds per call of ``run()`` (which enqueues GPU work), timed with CUDA events.
 
-    Warm-up calls absorb one-off costs (module load, clocks ramping up); the median of the
-    timed calls resists the odd slow run. The events time the GPU from the first to the last
-    piece of work ``run`` enqueues, so ``run`` should enqueue enough work (a millisecond or more)
-    for the few microseconds of Python launch overhead not to count.
+    Warm-up calls absorb one-off costs (module load, clocks ramping up). Each of ``repeat``
+    measurements brackets enough back-to-back calls to last at least ``min_seconds``: while the GPU
+    runs one call, Python enqueues the next, so the tens of microseconds Python spends on a launch
+    do not count, except once per measurement. The median resists the odd slow run.
     """
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
@@ -33,12 +37,16 @@ def time_gpu(run: Callable[[], object], warmup: int = 2, repeat: int = 10) -> Ti
     for _ in range(warmup):
         run()
     drv.Context.synchronize()
-    times = []
     start, stop = drv.Event(), drv.Event()
-    for _ in range(repeat):
+
+    def measure(calls: int) -> float:
         start.record()
-        run()
+        for _ in range(calls):
+            run()
         stop.record()
         stop.synchronize()
-        times.append(stop.time_since(start) * 1e-3)
-    return Timing(statistics.median(times), min(times), repeat)
+        return stop.time_since(start) * 1e-3 / calls
+
+    inner = min(max_inner, max(1, math.ceil(min_seconds / max(measure(1), 1e-7))))
+    times = [measure(inner) for _ in range(repeat)]
+    return Timing(statistics.median(times), min(times), repeat, inner)
