@@ -60,7 +60,11 @@ def test_setup_cell_fetches_the_course_and_installs_pycuda(path, local_clone, tm
     src = substitute(substitute(src, "REPO_URL", local_clone.as_uri()), "COURSE_DIR", str(target))
     (tmp_path / "cell.py").write_text(src)
     (tmp_path / "driver.py").write_text(DRIVER)
-    env = {"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(tmp_path)}
+    fake_bin = tmp_path / "bin"               # a GPU runtime: nvidia-smi answers
+    fake_bin.mkdir()
+    (fake_bin / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: Tesla T4'\n")
+    (fake_bin / "nvidia-smi").chmod(0o755)
+    env = {"PATH": f"{fake_bin}:/usr/bin:/bin:/usr/local/bin", "HOME": str(tmp_path)}
     proc = subprocess.run([sys.executable, "driver.py", "cell.py"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -71,6 +75,21 @@ def test_setup_cell_fetches_the_course_and_installs_pycuda(path, local_clone, tm
     assert {p.name for p in (ROOT / "kernels").glob("*.cu")} <= set(result["kernel_files"])
     assert all(call[3:] == ["install", "--quiet", "pycuda==2026.1"] for call in result["pip"])
     assert len(result["pip"]) == 2          # run twice: no second clone, the install is repeated
+
+
+def test_setup_cell_stops_in_one_sentence_without_a_gpu_runtime(local_clone, tmp_path):
+    src = setup_cell(read(CHAPTERS[0])).source
+    target = tmp_path / "content" / "course"
+    src = substitute(substitute(src, "REPO_URL", local_clone.as_uri()), "COURSE_DIR", str(target))
+    (tmp_path / "cell.py").write_text(src)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}      # no nvidia-smi: a CPU runtime
+    proc = subprocess.run([sys.executable, "driver.py", "cell.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == ("No GPU in this Colab runtime: choose Runtime > Change runtime type > T4 GPU, "
+                                   "then run this cell again.")
+    assert not target.exists()
 
 
 def test_setup_cell_does_nothing_off_colab(tmp_path):
