@@ -1,4 +1,4 @@
-"""Command line: ``python -m gemmlab bench`` (the ladder) and ``python -m gemmlab info`` (the device)."""
+"""Command line: ``python -m gemmlab bench`` (the ladder), ``info`` (the device) and ``run`` (one kernel, for profilers)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ def main(argv=None) -> int:
     b.add_argument("--repeat", type=int, default=5)
     b.add_argument("--json", type=Path, default=Path("results/bench.json"), help="where to write the JSON")
     sub.add_parser("info", help="the device's properties and derived ceilings")
+    r = sub.add_parser("run", help="run one course kernel once on random operands and check it (for profilers)")
+    r.add_argument("kernel", help="a name from gemmlab.kernels()")
+    r.add_argument("size", type=_size, help="N or MxNxK")
+    r.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
     try:
@@ -38,6 +42,16 @@ def main(argv=None) -> int:
             spec = device.current()
             print(tables.table(device.properties_table(spec), ["property", "value"], ["<", "<"]))
             return 0
+        if args.command == "run":
+            from . import launch, verify
+            if args.kernel not in launch.kernels():
+                print(f"gemmlab: no kernel named {args.kernel!r}; choose from {', '.join(launch.kernels())}", file=sys.stderr)
+                return 2
+            M, N, K = args.size
+            A, B = verify.random_operands(M, N, K, args.seed)
+            verdict = verify.check(launch.kernels()[args.kernel](A, B), A, B)
+            print(f"{args.kernel} {M}x{N}x{K}: {verdict}")
+            return 0 if verdict.ok else 1
         from . import bench
         sizes = args.sizes or bench.DEFAULT_SIZES
         results = bench.ladder(sizes, args.kernels, args.repeat)

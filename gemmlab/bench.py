@@ -108,8 +108,10 @@ def _result(name, M, N, K, seconds, correct) -> GemmResult:
                       compulsory / seconds / 1e9, correct)
 
 
-def time_gemm(kernel: launch.GemmKernel, A: np.ndarray, B: np.ndarray, repeat: int = 5) -> GemmResult:
-    """Check ``kernel`` on (A, B), then time it on device buffers."""
+def time_gemm(kernel: launch.GemmKernel, A: np.ndarray, B: np.ndarray, repeat: int = 5,
+              reference: verify.Reference | None = None) -> GemmResult:
+    """Check ``kernel`` on (A, B) (against ``reference`` if given, to share one across kernels), then
+    time it on device buffers."""
     drv = gpu.cuda()
     from pycuda import gpuarray
 
@@ -118,7 +120,7 @@ def time_gemm(kernel: launch.GemmKernel, A: np.ndarray, B: np.ndarray, repeat: i
     c = gpuarray.empty((M, N), np.float32)
     kernel.launch(a.gpudata, b.gpudata, c.gpudata, M, N, K)
     drv.Context.synchronize()
-    ok = verify.check(c.get(), A, B).ok
+    ok = (reference or verify.Reference(A, B)).check(c.get()).ok
     t = timing.time_gpu(lambda: kernel.launch(a.gpudata, b.gpudata, c.gpudata, M, N, K), warmup=1, repeat=repeat)
     return _result(kernel.name, M, N, K, t.median_s, ok)
 
@@ -133,7 +135,7 @@ def cupy_or_none():
     return cupy
 
 
-def time_cublas(A: np.ndarray, B: np.ndarray, repeat: int = 5) -> GemmResult | None:
+def time_cublas(A: np.ndarray, B: np.ndarray, repeat: int = 5, reference: verify.Reference | None = None) -> GemmResult | None:
     """cuBLAS SGEMM through CuPy's matmul, in this process and context; None without CuPy."""
     gpu.cuda()
     cp = cupy_or_none()
@@ -144,9 +146,25 @@ def time_cublas(A: np.ndarray, B: np.ndarray, repeat: int = 5) -> GemmResult | N
     a, b = cp.asarray(A), cp.asarray(B)
     c = cp.matmul(a, b)
     cp.cuda.Device().synchronize()
-    ok = verify.check(cp.asnumpy(c), A, B).ok
+    ok = (reference or verify.Reference(A, B)).check(cp.asnumpy(c)).ok
     t = timing.time_gpu(lambda: cp.matmul(a, b, out=c), warmup=1, repeat=repeat)
     return _result("cuBLAS", M, N, K, t.median_s, ok)
+
+
+def sweep(names, sizes, repeat: int = 5, cublas: bool = True) -> dict[str, list[GemmResult]]:
+    """Each named course kernel (and cuBLAS) at each square size n: ``{name: [result per size]}``."""
+    gpu.cuda()
+    table = {name: [] for name in names}
+    if cublas and cupy_or_none() is not None:
+        table["cuBLAS"] = []
+    for n in sizes:
+        A, B = verify.random_operands(n, n, n, seed=n)
+        ref = verify.Reference(A, B)
+        for name in names:
+            table[name].append(time_gemm(launch.kernels()[name], A, B, repeat, ref))
+        if "cuBLAS" in table:
+            table["cuBLAS"].append(time_cublas(A, B, repeat, ref))
+    return table
 
 
 DEFAULT_SIZES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096))
@@ -159,11 +177,12 @@ def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print) -> list[
     results = []
     for M, N, K in sizes:
         A, B = verify.random_operands(M, N, K, seed=M + N + K)
+        ref = verify.Reference(A, B)
         for k in chosen:
-            r = time_gemm(k, A, B, repeat)
+            r = time_gemm(k, A, B, repeat, ref)
             log(format_row(r))
             results.append(r)
-        r = time_cublas(A, B, repeat)
+        r = time_cublas(A, B, repeat, ref)
         if r is not None:
             log(format_row(r))
             results.append(r)

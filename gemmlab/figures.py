@@ -10,11 +10,12 @@ from . import models
 
 def roofline(peak_flops: float, peak_bandwidth: float, *, measured_flops: float | None = None,
              measured_bandwidth: float | None = None, kernels: dict[str, float] | None = None,
-             title: str = "Roofline"):
+             achieved: dict[str, tuple[float, float]] | None = None, title: str = "Roofline"):
     """Log-log roofline: attainable TFLOP/s against arithmetic intensity (FLOP/byte).
 
-    Draws the roof derived from the device's attributes, the measured one if given, and a
-    marker on the roof for each named intensity in ``kernels``.
+    Draws the roof derived from the device's attributes, the measured one if given, a marker on
+    the roof for each named intensity in ``kernels``, and a star for each ``achieved`` point
+    ``name: (intensity FLOP/B, measured FLOP/s)``.
     """
     import matplotlib.pyplot as plt
 
@@ -36,6 +37,10 @@ def roofline(peak_flops: float, peak_bandwidth: float, *, measured_flops: float 
         ax.plot([intensity], [y], "o", ms=8, color=color, zorder=3)
         ax.annotate(f"{name}\n{intensity:g} FLOP/B: ≤ {y:.2f} TFLOP/s", (intensity, y), textcoords="offset points",
                     xytext=(8, -30), fontsize=9, color=color)
+    for (name, (intensity, flops)), color in zip((achieved or {}).items(), ("tab:red", "tab:green", "tab:purple", "tab:orange", "tab:brown")):
+        ax.plot([intensity], [flops / 1e12], "*", ms=14, color=color, markeredgecolor="black", zorder=4)
+        ax.annotate(f"{name}: {flops / 1e12:.2f} TFLOP/s", (intensity, flops / 1e12), textcoords="offset points",
+                    xytext=(10, 6), fontsize=9, color=color)
     ax.set_xlabel("arithmetic intensity (FLOP per byte of DRAM traffic)")
     ax.set_ylabel("attainable FP32 throughput (TFLOP/s)")
     ax.set_title(title)
@@ -57,5 +62,59 @@ def bandwidth_sweep(sizes_bytes, bandwidths, l2_bytes: int, peak_bandwidth: floa
     ax.set_ylabel("bandwidth (GB/s, read + write)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=9)
+    return fig
+
+
+def thread_map(M: int, N: int, T: int = 32, highlight: tuple[int, int] | None = None, title: str = ""):
+    """C (M×N) divided among T×T thread blocks: each block's elements in its own colour, the idle
+    threads of the edge blocks hatched, and one element's block, thread, row of A and column of B."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    gx, gy = models.grid_for(M, N, T)
+    fig, ax = plt.subplots(figsize=(7.5, 7.5 * gy / max(gx, gy) + 0.8), layout="constrained")
+    cmap = plt.get_cmap("tab20")
+    for by in range(gy):
+        for bx in range(gx):
+            ax.add_patch(Rectangle((bx * T, by * T), T, T, facecolor=cmap((by * gx + bx) % 20), alpha=0.45,
+                                   edgecolor="black", lw=1.2))
+            ax.text(bx * T + T / 2, by * T + T / 2, f"block\n({bx}, {by})", ha="center", va="center", fontsize=8)
+    ax.add_patch(Rectangle((N, 0), gx * T - N, gy * T, facecolor="none", hatch="//", edgecolor="0.5", lw=0))
+    ax.add_patch(Rectangle((0, M), N, gy * T - M, facecolor="none", hatch="//", edgecolor="0.5", lw=0))
+    ax.add_patch(Rectangle((0, 0), N, M, facecolor="none", edgecolor="black", lw=2.5))
+    if highlight:
+        r, c = highlight
+        (bx, by), (tx, ty) = models.thread_of(r, c, T)
+        ax.add_patch(Rectangle((c, r), 1, 1, facecolor="red", edgecolor="red", zorder=3))
+        ax.axhline(r + 0.5, color="red", lw=0.8, ls="--")
+        ax.axvline(c + 0.5, color="red", lw=0.8, ls="--")
+        ax.annotate(f"C[{r}, {c}]: block ({bx}, {by}), thread ({tx}, {ty})", (c + 1, r), xytext=(c + 4, r - 6),
+                    fontsize=9, color="red", arrowprops={"arrowstyle": "->", "color": "red"})
+    ax.set_xlim(0, gx * T)
+    ax.set_ylim(gy * T, 0)
+    ax.set_aspect("equal")
+    ax.set_xlabel(f"column of C (N = {N}); x: blockIdx.x·{T} + threadIdx.x")
+    ax.set_ylabel(f"row of C (M = {M}); y: blockIdx.y·{T} + threadIdx.y")
+    ax.set_title(title or f"{gx}×{gy} blocks of {T}×{T} threads cover C ({M}×{N}); hatched: threads with no element")
+    return fig
+
+
+def speed_sweep(sizes, series: dict[str, list[float]], title: str, ylabel: str = "TFLOP/s",
+                hline: tuple[str, float] | None = None):
+    """One line per kernel: a measured rate (already in display units) against the matrix size."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.4), layout="constrained")
+    for name, ys in series.items():
+        ax.plot(sizes, ys, "o-", label=name)
+    if hline:
+        ax.axhline(hline[1], color="0.3", ls="--", lw=1, label=hline[0])
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [str(s) for s in sizes])
+    ax.set_xlabel("M = N = K")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
     ax.legend(fontsize=9)
     return fig

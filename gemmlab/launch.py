@@ -130,6 +130,10 @@ class GemmKernel:
     def compiled(self):
         return _compile.load(self.source).function(self.function)
 
+    def resources(self) -> _compile.Resources:
+        """Registers, shared and local memory the compiler gave this kernel on this GPU."""
+        return _compile.load(self.source).resources(self.function)
+
     def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int) -> None:
         """Enqueue the kernel on device buffers (no checks, no copies: for timing loops)."""
         self.compiled()(a_ptr, b_ptr, c_ptr, np.int32(M), np.int32(N), np.int32(K),

@@ -62,6 +62,24 @@ def tiled_traffic(M: int, N: int, K: int, T: int) -> Traffic:
     return Traffic(f"tiled{T}", gemm_flops(M, N, K), M * K * ceil_div(N, T), K * N * ceil_div(M, T))
 
 
+def thread_of(row: int, col: int, T: int = 32) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Which thread of a T×T-block grid computes C[row, col]: ((blockIdx.x, blockIdx.y), (threadIdx.x, threadIdx.y)).
+
+    x runs along the columns of C and y along its rows, as in the naive and tiled kernels.
+    """
+    return (col // T, row // T), (col % T, row % T)
+
+
+def grid_for(M: int, N: int, T: int = 32) -> tuple[int, int]:
+    """(gridDim.x, gridDim.y) = (ceil(N/T), ceil(M/T)): enough T×T blocks to cover C."""
+    return ceil_div(N, T), ceil_div(M, T)
+
+
+def compulsory_bytes(M: int, N: int, K: int) -> int:
+    """Read A and B once and write C once: the least traffic any GEMM kernel can have."""
+    return FLOAT_BYTES * (M * K + K * N + M * N)
+
+
 def naive_intensity() -> float:
     """2 FLOPs per 2 float32 loads: 2 / (2·4) = 0.25 FLOP/B, whatever the size."""
     return 2 / (2 * FLOAT_BYTES)
@@ -87,3 +105,82 @@ def roofline(intensity, peak_flops: float, peak_bandwidth: float):
 def ridge_point(peak_flops: float, peak_bandwidth: float) -> float:
     """The intensity (FLOP/B) where the bandwidth roof meets the compute roof."""
     return peak_flops / peak_bandwidth
+
+
+# ---------------------------------------------------------------- what a warp asks of L1
+
+WARP = 32
+SECTOR_BYTES = 32
+
+
+@dataclass(frozen=True)
+class WarpTraffic:
+    """Global loads as warps issue them: one *request* per warp-wide load instruction, split into
+    32-byte *sectors* (the distinct 32-byte pieces of memory its active lanes touch)."""
+
+    kernel: str
+    requests_A: int
+    requests_B: int
+    sectors_A: int
+    sectors_B: int
+
+    @property
+    def requests(self) -> int:
+        return self.requests_A + self.requests_B
+
+    @property
+    def sectors(self) -> int:
+        return self.sectors_A + self.sectors_B
+
+    @property
+    def bytes(self) -> int:
+        return SECTOR_BYTES * self.sectors
+
+
+def _require_multiples(M: int, N: int, K: int, of: int) -> None:
+    bad = [f"{d}={v}" for d, v in (("M", M), ("N", N), ("K", K)) if v % of]
+    if bad:
+        raise ValueError(f"the warp model assumes M, N and K are multiples of {of}; got {', '.join(bad)}")
+
+
+def naive_warp_traffic(M: int, N: int, K: int) -> WarpTraffic:
+    """The naive kernel's requests and sectors (32x32 blocks; a warp is 32 neighbours in a row of C).
+
+    Every lane of a warp reads the same A[row, k]: one sector, broadcast to all 32 lanes. The lanes
+    read 32 neighbouring floats of row k of B: 128 bytes, four sectors (coalesced).
+    """
+    _require_multiples(M, N, K, WARP)
+    requests = M * (N // WARP) * K
+    return WarpTraffic("naive", requests, requests, requests * 1, requests * 4)
+
+
+def tiled_warp_traffic(M: int, N: int, K: int, T: int) -> WarpTraffic:
+    """The T×T tiled kernel: per phase, each warp loads its lanes' elements of one A and one B tile.
+
+    A warp covers 32/T rows of T neighbouring floats in each tile: 32 floats, four sectors per
+    request for T >= 8.
+    """
+    if T < 8 or T * T % WARP:
+        raise ValueError(f"the warp model covers T = 8, 16 and 32, got T = {T}")
+    _require_multiples(M, N, K, max(T, WARP))
+    warps_per_block = T * T // WARP
+    requests = (M // T) * (N // T) * (K // T) * warps_per_block
+    return WarpTraffic(f"tiled{T}", requests, requests, requests * 4, requests * 4)
+
+
+def warp_traffic(kernel: str, M: int, N: int, K: int) -> WarpTraffic:
+    """The warp model of a course kernel by name (``naive``, ``tiled8``, ``tiled16``, ``tiled32``)."""
+    if kernel == "naive":
+        return naive_warp_traffic(M, N, K)
+    if kernel.startswith("tiled"):
+        return tiled_warp_traffic(M, N, K, int(kernel[5:]))
+    raise ValueError(f"no warp model for kernel {kernel!r}")
+
+
+def thread_traffic(kernel: str, M: int, N: int, K: int) -> Traffic:
+    """The per-thread load model of a course kernel by name."""
+    if kernel == "naive":
+        return naive_traffic(M, N, K)
+    if kernel.startswith("tiled"):
+        return tiled_traffic(M, N, K, int(kernel[5:]))
+    raise ValueError(f"no traffic model for kernel {kernel!r}")

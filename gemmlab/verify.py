@@ -48,22 +48,36 @@ class Verdict:
         return "; ".join(parts)
 
 
+class Reference:
+    """A·B and its error bound, computed once for checking several kernels on the same operands."""
+
+    def __init__(self, A: np.ndarray, B: np.ndarray):
+        self.shape = (A.shape[0], B.shape[1])
+        self.desc = f"A {A.shape} times B {B.shape}"
+        self.value = reference(A, B)
+        self.bound = tolerance(A, B)
+
+    def check(self, C: np.ndarray) -> Verdict:
+        """Compare a kernel's ``C``; report how many elements are wrong and where."""
+        if C.shape != self.shape:
+            raise ValueError(f"C has shape {C.shape}, expected {self.shape} for {self.desc}")
+        C64 = C.astype(np.float64)
+        finite = np.isfinite(C64)
+        err = np.where(finite, np.abs(C64 - self.value), np.inf)
+        bad = ~(err <= self.bound)
+        excess = err / self.bound
+        worst = tuple(int(i) for i in np.unravel_index(np.argmax(excess), excess.shape)) if bad.any() else None
+        return Verdict(ok=not bad.any(), total=C.size, wrong=int(bad.sum()), nonfinite=int((~finite).sum()),
+                       max_abs_error=float(np.max(err)) if C.size else 0.0,
+                       max_excess=float(np.max(excess)) if C.size else 0.0, worst=worst)
+
+
 def check(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> Verdict:
     """Compare a kernel's ``C`` with A·B; report how many elements are wrong and where."""
     expected_shape = (A.shape[0], B.shape[1])
     if C.shape != expected_shape:
         raise ValueError(f"C has shape {C.shape}, expected {expected_shape} for A {A.shape} times B {B.shape}")
-    ref = reference(A, B)
-    tol = tolerance(A, B)
-    C64 = C.astype(np.float64)
-    finite = np.isfinite(C64)
-    err = np.where(finite, np.abs(C64 - ref), np.inf)
-    bad = ~(err <= tol)
-    excess = err / tol
-    worst = tuple(int(i) for i in np.unravel_index(np.argmax(excess), excess.shape)) if bad.any() else None
-    return Verdict(ok=not bad.any(), total=C.size, wrong=int(bad.sum()), nonfinite=int((~finite).sum()),
-                   max_abs_error=float(np.max(err)) if C.size else 0.0,
-                   max_excess=float(np.max(excess)) if C.size else 0.0, worst=worst)
+    return Reference(A, B).check(C)
 
 
 def wrong_mask(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -66,3 +66,57 @@ def test_roofline_and_ridge():
     peak, bw = 10e12, 1e12
     assert models.ridge_point(peak, bw) == 10
     np.testing.assert_allclose(models.roofline([0.25, 10, 100], peak, bw), [0.25e12, 10e12, 10e12])
+
+
+def brute_warp_naive(M, N, K):
+    """Replay every warp-wide load of the naive kernel: (requests, distinct 32-byte sectors)."""
+    req = [0, 0]
+    sec = [0, 0]
+    for row in range(M):
+        for c0 in range(0, N, 32):
+            cols = [c for c in range(c0, c0 + 32) if c < N]
+            for k in range(K):
+                for which, addrs in ((0, [4 * (row * K + k) for _ in cols]), (1, [4 * (k * N + c) for c in cols])):
+                    req[which] += 1
+                    sec[which] += len({a // 32 for a in addrs})
+    return req, sec
+
+
+def brute_warp_tiled(M, N, K, T):
+    req = [0, 0]
+    sec = [0, 0]
+    for by in range(M // T):
+        for bx in range(N // T):
+            for k0 in range(0, K, T):
+                lanes = [(t // T, t % T) for t in range(T * T)]          # (ty, tx), x fastest
+                for w in range(0, T * T, 32):
+                    warp = lanes[w:w + 32]
+                    a = [4 * ((by * T + ty) * K + k0 + tx) for ty, tx in warp]
+                    b = [4 * ((k0 + ty) * N + bx * T + tx) for ty, tx in warp]
+                    for which, addrs in ((0, a), (1, b)):
+                        req[which] += 1
+                        sec[which] += len({x // 32 for x in addrs})
+    return req, sec
+
+
+@pytest.mark.parametrize("M,N,K", [(32, 32, 32), (64, 96, 32), (32, 64, 96)])
+def test_naive_warp_model_matches_a_trace(M, N, K):
+    t = models.naive_warp_traffic(M, N, K)
+    assert ([t.requests_A, t.requests_B], [t.sectors_A, t.sectors_B]) == brute_warp_naive(M, N, K)
+
+
+@pytest.mark.parametrize("T", [8, 16, 32])
+@pytest.mark.parametrize("M,N,K", [(32, 32, 32), (64, 96, 32), (32, 64, 96)])
+def test_tiled_warp_model_matches_a_trace(M, N, K, T):
+    t = models.tiled_warp_traffic(M, N, K, T)
+    assert ([t.requests_A, t.requests_B], [t.sectors_A, t.sectors_B]) == brute_warp_tiled(M, N, K, T)
+
+
+def test_warp_model_at_1024_and_its_limits():
+    assert models.naive_warp_traffic(1024, 1024, 1024).requests == 67_108_864
+    assert models.tiled_warp_traffic(1024, 1024, 1024, 32).requests == 2_097_152
+    assert models.naive_warp_traffic(1024, 1024, 1024).requests == 32 * models.tiled_warp_traffic(1024, 1024, 1024, 32).requests
+    with pytest.raises(ValueError, match="multiples of 32; got N=1000"):
+        models.naive_warp_traffic(1024, 1000, 1024)
+    with pytest.raises(ValueError, match="T = 4"):
+        models.tiled_warp_traffic(64, 64, 64, 4)

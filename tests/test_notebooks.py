@@ -117,8 +117,8 @@ def test_cpu_solutions_run(chapter, capsys):
     """Solutions that need no GPU are executed here, so a solution can't rot."""
     _, nb = chapter
     for code in solution_blocks(nb):
-        if "launch." in code or "bench." in code:
-            continue
+        if any(gpu_only in code for gpu_only in ("launch.", "bench.", "exercises.")):
+            continue                       # needs a GPU: tests/gpu/test_exercise_solutions.py runs it
         exec(compile(textwrap.dedent(code), "<solution>", "exec"), {})
 
 
@@ -131,3 +131,23 @@ def test_freshness_check_fails_on_a_changed_kernel(tmp_path):
     copy.parent.mkdir(parents=True)
     copy.write_text((ROOT / path).read_text() + "\n// edited after the notebook ran\n")
     assert any(p.startswith(path) for p in provenance.stale(text, tmp_path))
+
+
+def test_kernel_solutions_compile_for_every_architecture(chapter, tmp_path):
+    """Kernel solutions (CUDA source in a solution's SOURCE string) compile cleanly with nvcc."""
+    import shutil
+    import subprocess
+
+    nvcc = shutil.which("nvcc")
+    sources = [m for code in solution_blocks(chapter[1]) for m in re.findall(r"SOURCE = r\'\'\'(.*?)\'\'\'", code, re.S)]
+    if not sources:
+        pytest.skip("this chapter has no kernel solutions")
+    if nvcc is None:
+        pytest.skip("nvcc (the CUDA toolkit) is not installed on this machine")
+    for i, src in enumerate(sources):
+        cu = tmp_path / f"solution{i}.cu"
+        cu.write_text(src)
+        for arch in ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90"):
+            proc = subprocess.run([nvcc, "-std=c++17", "-cubin", f"-arch={arch}", "-Werror", "all-warnings",
+                                   "-o", str(tmp_path / "s.cubin"), str(cu)], capture_output=True, text=True, timeout=300)
+            assert proc.returncode == 0, proc.stderr

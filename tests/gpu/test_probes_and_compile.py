@@ -55,3 +55,15 @@ def test_device_spec_is_complete():
     assert spec.sms > 0 and spec.sm_clock_khz > 0 and spec.memory_clock_khz > 0 and spec.memory_bus_bits > 0
     assert device.peak_fp32_flops(spec) > 0 and device.peak_dram_bandwidth(spec) > 0
     assert spec.max_threads_per_block == 1024 and spec.warp_size == 32
+
+
+@pytest.mark.parametrize("kernel", ["naive", "tiled32", "tiled16"])
+def test_counters_match_the_warp_model(kernel):
+    from gemmlab import profile
+
+    reason = profile.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    c = profile.counters(kernel, 256, 256, 256)
+    w = models.warp_traffic(kernel, 256, 256, 256)
+    assert (c["requests"], c["sectors"]) == (w.requests, w.sectors)

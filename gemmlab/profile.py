@@ -1,0 +1,139 @@
+"""Hardware counters from Nsight Compute, read in a child process.
+
+:func:`counters` runs ``ncu`` on ``python -m gemmlab run NAME MxNxK`` (one launch of one course
+kernel) and returns the metrics it measured. The profiled program is a separate process, so a
+failure there (no ``ncu``, no permission to read the counters, a crash) cannot take the notebook's
+own CUDA context down: it comes back as :class:`ProfileUnavailable` with a one-sentence reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from . import models, provenance
+
+# Global loads, as L1 sees them; then what reached L2 and DRAM; then the kernel's duration.
+TRAFFIC_METRICS = {
+    "requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1_hit_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+    "l2_read_sectors": "lts__t_sectors_srcunit_tex_op_read.sum",
+    "l2_hit_sectors": "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
+    "dram_read_bytes": "dram__bytes_read.sum",
+    "duration_ns": "gpu__time_duration.sum",
+}
+
+
+class ProfileUnavailable(RuntimeError):
+    """Nsight Compute cannot read counters here; the message says why in one sentence."""
+
+
+def find_ncu() -> str | None:
+    """Path of ``ncu`` on PATH or in the CUDA toolkit's usual place, or None."""
+    return shutil.which("ncu") or next(
+        (p for p in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu") if os.path.exists(p)), None)
+
+
+def unavailable_reason() -> str | None:
+    """None if ncu can be tried here, else why not (one sentence)."""
+    if find_ncu() is None:
+        return ("Nsight Compute (ncu) is not installed on this machine, so the counters cannot be read here; "
+                "the stored outputs of the book show the H200's.")
+    return None
+
+
+@dataclass(frozen=True)
+class Counters:
+    kernel: str
+    M: int
+    N: int
+    K: int
+    values: dict
+
+    def __getitem__(self, key: str) -> float:
+        return self.values[key]
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", "").replace('"', "").strip() or "nan")
+
+
+def parse_raw_csv(text: str, metrics: dict[str, str]) -> dict[str, float]:
+    """The metric values of the first profiled kernel in ``ncu --page raw --csv`` output."""
+    lines = [l for l in text.splitlines() if l.startswith('"')]
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    if len(rows) < 3:
+        raise ProfileUnavailable("Nsight Compute profiled no kernel launch, so there are no counters to read.")
+    header, data = rows[0], rows[2]          # rows[1] holds the units
+    out = {}
+    for key, metric in metrics.items():
+        if metric not in header:
+            raise ProfileUnavailable(f"this Nsight Compute does not know the metric {metric}.")
+        out[key] = _number(data[header.index(metric)])
+    return out
+
+
+def counters(kernel: str, M: int, N: int, K: int, metrics: dict[str, str] | None = None,
+             timeout_s: int = 600) -> Counters:
+    """Profile one launch of course kernel ``kernel`` at ``M x N x K`` with Nsight Compute.
+
+    Caches are flushed before each replay pass (ncu's default), so the counts are those of a
+    launch that starts cold. Clocks are left alone (``--clock-control none``).
+    """
+    metrics = metrics or TRAFFIC_METRICS
+    reason = unavailable_reason()
+    if reason:
+        raise ProfileUnavailable(reason)
+    from .launch import kernels
+
+    if kernel not in kernels():
+        raise KeyError(f"no course kernel named {kernel!r}; choose from {', '.join(kernels())}")
+    function = kernels()[kernel].function
+    cmd = [find_ncu(), "--clock-control", "none", "--metrics", ",".join(metrics.values()),
+           "--kernel-name", function, "--launch-count", "1", "--page", "raw", "--csv", "--print-units", "base",
+           sys.executable, "-m", "gemmlab", "run", kernel, f"{M}x{N}x{K}"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(provenance.ROOT), os.environ.get("PYTHONPATH", "")]))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        raise ProfileUnavailable(f"Nsight Compute did not finish within {timeout_s} s and was stopped.") from None
+    out = proc.stdout + proc.stderr
+    if "ERR_NVGPUCTRPERM" in out:
+        raise ProfileUnavailable("Nsight Compute has no permission to read this GPU's performance counters "
+                                 "(ERR_NVGPUCTRPERM), as on many shared and cloud machines.")
+    if proc.returncode != 0:
+        last = next((l for l in reversed(out.splitlines()) if l.strip()), "no output")
+        raise ProfileUnavailable(f"Nsight Compute failed (exit {proc.returncode}): {last.strip()[:200]}")
+    return Counters(kernel, M, N, K, parse_raw_csv(proc.stdout, metrics))
+
+
+def traffic_rows(c: Counters) -> list[tuple[str, str, str]]:
+    """Model next to counters for one profiled launch: (quantity, model, measured)."""
+    w = models.warp_traffic(c.kernel, c.M, c.N, c.K)
+    t = models.thread_traffic(c.kernel, c.M, c.N, c.K)
+    mb = lambda b: f"{b / 1e6:,.1f} MB"
+    pct = lambda a, b: f"{100 * a / b:.1f}%" if b else "-"
+    return [
+        ("float loads by threads", f"{t.loads:,}", "-"),
+        ("warp load requests", f"{w.requests:,}", f"{c['requests']:,.0f}"),
+        ("32-byte sectors requested", f"{w.sectors:,}", f"{c['sectors']:,.0f}"),
+        ("L1 hit rate (sectors)", "-", pct(c["l1_hit_sectors"], c["sectors"])),
+        ("L1 -> L2 reads", "-", mb(32 * c["l2_read_sectors"])),
+        ("L2 hit rate (sectors)", "-", pct(c["l2_hit_sectors"], c["l2_read_sectors"])),
+        ("DRAM reads", f"{mb(4 * (c.M * c.K + c.K * c.N))} (A and B once)", mb(c["dram_read_bytes"])),
+        ("kernel time under the profiler", "-", f"{c['duration_ns'] / 1e6:.3f} ms"),
+    ]
+
+
+def comparison(cs: list[Counters]) -> tuple[list[str], list[tuple]]:
+    """Several profiled launches side by side: headers and rows of (quantity, model | measured per launch)."""
+    headers = ["quantity"] + [f"{c.kernel} {h}" for c in cs for h in ("model", "measured")]
+    per = [traffic_rows(c) for c in cs]
+    rows = [tuple([per[0][i][0]] + [x for p in per for x in p[i][1:]]) for i in range(len(per[0]))]
+    return headers, rows
