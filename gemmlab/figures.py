@@ -37,10 +37,12 @@ def roofline(peak_flops: float, peak_bandwidth: float, *, measured_flops: float 
         ax.plot([intensity], [y], "o", ms=8, color=color, zorder=3)
         ax.annotate(f"{name}\n{intensity:g} FLOP/B: ≤ {y:.2f} TFLOP/s", (intensity, y), textcoords="offset points",
                     xytext=(8, -30), fontsize=9, color=color)
-    for (name, (intensity, flops)), color in zip((achieved or {}).items(), ("tab:red", "tab:green", "tab:purple", "tab:orange", "tab:brown")):
+    colors = ("tab:red", "tab:green", "tab:purple", "tab:orange", "tab:brown")
+    for i, ((name, (intensity, flops)), color) in enumerate(zip((achieved or {}).items(), colors)):
         ax.plot([intensity], [flops / 1e12], "*", ms=14, color=color, markeredgecolor="black", zorder=4)
-        ax.annotate(f"{name}: {flops / 1e12:.2f} TFLOP/s", (intensity, flops / 1e12), textcoords="offset points",
-                    xytext=(10, 6), fontsize=9, color=color)
+        # alternate above and below so neighbouring labels at one height do not overlap
+        ax.annotate(f"{name}:\n{flops / 1e12:.2f} TFLOP/s", (intensity, flops / 1e12), textcoords="offset points",
+                    xytext=(10, 10) if i % 2 == 0 else (10, -30), fontsize=9, color=color)
     ax.set_xlabel("arithmetic intensity (FLOP per byte of DRAM traffic)")
     ax.set_ylabel("attainable FP32 throughput (TFLOP/s)")
     ax.set_title(title)
