@@ -90,6 +90,12 @@ def tiled_intensity(T: int) -> float:
     return T * naive_intensity()
 
 
+def tiled_shared_loads(M: int, N: int, K: int, T: int) -> int:
+    """Shared-memory reads of the T×T tiled kernel: every thread of every block reads 2·T values
+    (a row of ``As`` and a column of ``Bs``) in each of the ceil(K/T) phases, padding included."""
+    return ceil_div(M, T) * ceil_div(N, T) * ceil_div(K, T) * T * T * 2 * T
+
+
 def tiled_shared_bytes(T: int) -> int:
     """Shared memory per block of the T×T tiled kernel: one T×T tile of A and one of B, 2·T²·4 bytes."""
     return 2 * T * T * FLOAT_BYTES

@@ -151,3 +151,32 @@ def test_kernel_solutions_compile_for_every_architecture(chapter, tmp_path):
             proc = subprocess.run([nvcc, "-std=c++17", "-cubin", f"-arch={arch}", "-Werror", "all-warnings",
                                    "-o", str(tmp_path / "s.cubin"), str(cu)], capture_output=True, text=True, timeout=300)
             assert proc.returncode == 0, proc.stderr
+
+
+def workbench_outputs():
+    """(notebook, stored html) for every Workbench output in the chapters and the book."""
+    for path in sorted(CHAPTERS) + sorted((ROOT / "book").glob("*.ipynb")):
+        for cell in read(path).cells:
+            for out in cell.get("outputs", []):
+                html = out.get("data", {}).get("text/html", "")
+                html = html if isinstance(html, str) else "".join(html)
+                if 'data-workbench="1"' in html:
+                    yield path.name, html
+
+
+def test_workbench_outputs_are_fresh():
+    """A stored Workbench equals what gemmlab.workbench renders now (same data, CSS and script)."""
+    import json
+
+    from gemmlab import workbench
+
+    found = list(workbench_outputs())
+    if not found:
+        pytest.skip("no stored Workbench output yet")
+    for name, html in found:
+        uid = re.search(r'<div class="smwb" id="([^"]+)"', html).group(1)
+        blob = re.search(r'<script type="application/json" id="[^"]+">(.*?)</script>', html, re.S).group(1)
+        stored = json.loads(blob.replace("<\\/", "</"))
+        payload = workbench.data(stored["M"], stored["N"], stored["K"], stored["T"])
+        payload["mode"] = stored["mode"]
+        assert html == workbench.page_html(payload, uid), f"{name}: stale Workbench output, re-execute it"
