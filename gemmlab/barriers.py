@@ -1,0 +1,133 @@
+"""A static check for the chapter 3 pitfall: an exit that some threads can take before a barrier.
+
+``__syncthreads()`` must be reached by every thread of the block (CUDA C++ Programming Guide);
+a thread that has returned never arrives. :func:`check_source` flags, in each function of a CUDA
+source, every ``return`` (or ``asm("exit;")``) that can run before a barrier of the same function:
+one that stands before a later barrier, or inside a loop whose body holds a barrier (the next
+iteration reaches it). A call to a function of the same file that contains a barrier counts as a
+barrier. It reads text, not the compiler's control flow: it can be fooled by macros or by barriers
+in other files, and it is meant for the course's kernels, not as a general verifier.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+BARRIER = re.compile(r"\b(__syncthreads(?:_count|_and|_or)?|__barrier_sync)\s*\(")
+EXIT = re.compile(r"\breturn\b|asm\s*(?:volatile\s*)?\(\s*\"exit;\"")
+FUNCTION = re.compile(r"(?:__global__|__device__)[^;{}()]*?\b(\w+)\s*\([^;{}]*\)\s*(?:const\s*)?\{")
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    function: str
+    line: int
+    barrier_line: int
+
+    def __str__(self) -> str:
+        return (f"{self.path}:{self.line}: an exit in {self.function}() can be taken before the barrier at line "
+                f"{self.barrier_line}; threads that leave never arrive there")
+
+
+def strip_comments_and_strings(src: str) -> str:
+    """Blank out comments and string/char literals, keeping every newline (so line numbers hold).
+    The string of an ``asm("exit;")`` is kept: it is code."""
+    out, i, n = [], 0, len(src)
+    while i < n:
+        two = src[i:i + 2]
+        if two == "//":
+            j = src.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif two == "/*":
+            j = src.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", src[i:j]))
+            i = j
+        elif src[i] in "\"'":
+            q, j = src[i], i + 1
+            while j < n and src[j] != q:
+                j += 2 if src[j] == "\\" else 1
+            literal = src[i:j + 1]
+            out.append(literal if literal == '"exit;"' else q + re.sub(r"[^\n]", " ", literal[1:-1]) + q)
+            i = j + 1
+        else:
+            out.append(src[i])
+            i += 1
+    return "".join(out)
+
+
+def _body_end(code: str, open_brace: int) -> int:
+    depth = 0
+    for j in range(open_brace, len(code)):
+        depth += {"{": 1, "}": -1}.get(code[j], 0)
+        if depth == 0:
+            return j
+    return len(code) - 1
+
+
+def _functions(code: str) -> dict[str, tuple[int, int]]:
+    """name -> (index of its opening brace, index of its closing brace)."""
+    found = {}
+    for m in FUNCTION.finditer(code):
+        start = m.end() - 1
+        found[m.group(1)] = (start, _body_end(code, start))
+    return found
+
+
+def _is_loop_body(code: str, brace: int) -> bool:
+    """Whether the ``{`` at ``brace`` opens the body of a for, while or do loop."""
+    j = brace - 1
+    while j >= 0 and code[j].isspace():
+        j -= 1
+    if code[j] == ")":                      # for (...) {  /  while (...) {
+        depth = 0
+        while j >= 0:
+            depth += {")": 1, "(": -1}.get(code[j], 0)
+            if depth == 0:
+                break
+            j -= 1
+        return re.search(r"\b(for|while)\s*$", code[:j]) is not None
+    return re.search(r"\bdo\s*$", code[:j + 1]) is not None
+
+
+def _loops(code: str, start: int, end: int) -> list[tuple[int, int]]:
+    """(open, close) of every braced loop body between start and end."""
+    return [(j, _body_end(code, j)) for j in range(start + 1, end) if code[j] == "{" and _is_loop_body(code, j)]
+
+
+def check_source(src: str, path: str = "<source>") -> list[Finding]:
+    """Every exit that some thread can take before a barrier, in every function of ``src``."""
+    code = strip_comments_and_strings(src)
+    line = lambda pos: code.count("\n", 0, pos) + 1
+    funcs = _functions(code)
+    has_barrier = {name: bool(BARRIER.search(code, a, b)) for name, (a, b) in funcs.items()}
+    callers = re.compile(r"\b(" + "|".join(re.escape(f) for f, b in has_barrier.items() if b) + r")\s*(?:<[^;{}()]*>)?\s*\(") \
+        if any(has_barrier.values()) else None
+    findings = []
+    for name, (a, b) in funcs.items():
+        barriers = [m.start() for m in BARRIER.finditer(code, a, b)]
+        if callers:
+            barriers += [m.start() for m in callers.finditer(code, a, b) if m.group(1) != name]
+        if not barriers:
+            continue
+        loops = _loops(code, a, b)
+        for m in EXIT.finditer(code, a, b):
+            p = m.start()
+            later = [q for q in barriers if q > p]
+            looped = [q for lo, hi in loops if lo < p < hi for q in barriers if lo < q < hi]
+            hit = sorted(later + looped)
+            if hit:
+                findings.append(Finding(path, name, line(p), line(hit[0])))
+    return sorted(findings, key=lambda f: f.line)
+
+
+def check_file(path: str | Path) -> list[Finding]:
+    from . import provenance
+
+    p = Path(path)
+    return check_source(p.read_text(encoding="utf-8"), provenance.display_path(p))
