@@ -190,3 +190,22 @@ def thread_traffic(kernel: str, M: int, N: int, K: int) -> Traffic:
     if kernel.startswith("tiled"):
         return tiled_traffic(M, N, K, int(kernel[5:]))
     raise ValueError(f"no traffic model for kernel {kernel!r}")
+
+
+def early_return_affected(M: int, N: int, T: int = 32):
+    """Which elements of C the early-return tiled kernel (chapter 3) can get wrong: a boolean M×N mask.
+
+    In a block on the right edge (when T does not divide N) the threads whose column lies outside C
+    return before loading their element of the A tile, so ``As[ty][k]`` for those k is never written
+    in that block; every surviving thread of the block reads it, and loses the true products
+    A[row, k0 + k]·B[k0 + k, col]. On the bottom edge the same happens to ``Bs``. Every element of C
+    in the last block column (if N % T) and the last block row (if M % T) is exposed; no other is.
+    """
+    import numpy as np
+
+    mask = np.zeros((M, N), dtype=bool)
+    if N % T:
+        mask[:, (N // T) * T:] = True
+    if M % T:
+        mask[(M // T) * T:, :] = True
+    return mask

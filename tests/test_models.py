@@ -120,3 +120,46 @@ def test_warp_model_at_1024_and_its_limits():
         models.naive_warp_traffic(1024, 1000, 1024)
     with pytest.raises(ValueError, match="T = 4"):
         models.tiled_warp_traffic(64, 64, 64, 4)
+
+
+def emulate_early_return(A, B, T):
+    """Run the chapter 3 kernel's logic in NumPy, one block at a time, with shared memory that the
+    exited threads never write starting as NaN: every output that reads such an entry turns NaN."""
+    M, K = A.shape
+    N = B.shape[1]
+    C = np.full((M, N), np.nan)
+    for by in range(-(-M // T)):
+        for bx in range(-(-N // T)):
+            acc = np.zeros((T, T))
+            for k0 in range(0, K, T):
+                As = np.full((T, T), np.nan)
+                Bs = np.full((T, T), np.nan)
+                for ty in range(T):
+                    for tx in range(T):
+                        row, col = by * T + ty, bx * T + tx
+                        if row >= M or col >= N:
+                            continue                                  # returned: loads nothing
+                        As[ty, tx] = A[row, k0 + tx] if k0 + tx < K else 0.0
+                        Bs[ty, tx] = B[k0 + ty, col] if k0 + ty < K else 0.0
+                acc += As @ Bs
+            for ty in range(T):
+                for tx in range(T):
+                    row, col = by * T + ty, bx * T + tx
+                    if row < M and col < N:
+                        C[row, col] = acc[ty, tx]
+    return C
+
+
+@pytest.mark.parametrize("M,N,K,T", [(8, 8, 8, 4), (10, 8, 9, 4), (8, 11, 5, 4), (10, 11, 12, 4), (7, 5, 3, 8), (33, 40, 20, 16)])
+def test_early_return_prediction_matches_an_emulation(M, N, K, T):
+    rng = np.random.default_rng(0)
+    A, B = rng.uniform(1, 2, (M, K)), rng.uniform(1, 2, (K, N))
+    C = emulate_early_return(A, B, T)
+    exposed = models.early_return_affected(M, N, T)
+    assert np.array_equal(np.isnan(C), exposed)
+    np.testing.assert_allclose(C[~exposed], (A @ B)[~exposed])
+
+
+def test_early_return_at_1000_and_1024():
+    assert models.early_return_affected(1000, 1000, 32).sum() == 15_936
+    assert models.early_return_affected(1024, 1024, 32).sum() == 0
