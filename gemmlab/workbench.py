@@ -179,8 +179,20 @@ def page_html(payload: dict, uid: str) -> str:
     return (f'<div class="smwb" id="{uid}" data-workbench="1"><noscript>The Shared Memory Workbench needs '
             f'JavaScript.</noscript></div>\n<style>{css}</style>\n'
             f'<script type="application/json" id="{uid}-data">{blob}</script>\n'
-            f"<script>{js}\nwindow.SMWorkbench.mount(document.getElementById({json.dumps(uid)}), "
-            f"JSON.parse(document.getElementById({json.dumps(uid + '-data')}).textContent));</script>")
+            f"<script>{js}\n{_MOUNT % (json.dumps(uid), json.dumps(uid + '-data'))}</script>")
+
+
+# Mount on the container just before this script: ids can repeat when a notebook keeps outputs of
+# two kernel sessions side by side, so look for the siblings first and use the ids only as a fallback.
+_MOUNT = """(function () {
+  var c = null, d = null, e = document.currentScript && document.currentScript.previousElementSibling;
+  for (; e; e = e.previousElementSibling) {
+    if (!d && e.type === "application/json") d = e;
+    if (e.getAttribute && e.getAttribute("data-workbench")) { c = e; break; }
+  }
+  if (!c || !d) { c = document.getElementById(%s); d = document.getElementById(%s); }
+  window.SMWorkbench.mount(c, JSON.parse(d.textContent));
+})();"""
 
 
 def show(M: int = 16, N: int = 16, K: int = 16, T: int = 2, mode: str = "naive") -> Workbench:

@@ -1,8 +1,10 @@
-"""Shared fixtures: the repository's book configuration, its table of contents, and the book
-built once per test session (for tests/test_book.py and tests/test_browser.py)."""
+"""Shared fixtures: the repository's book configuration, its table of contents, the book
+built once per test session (for tests/test_book.py and tests/test_browser.py), and a real
+browser with a local web server (for tests/test_workbench_browser.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -161,3 +163,121 @@ def built_book(tmp_path_factory) -> BookBuild:
                     + "\n".join(partial.splitlines()[-40:]))
     output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)   # Sphinx colours its log even into a pipe
     return BookBuild(cmd, proc.returncode, output, out, out / "_build" / "html")
+
+
+# ---------------------------------------------------------------- a real browser, shared
+# tests/test_workbench_browser.py uses these. tests/test_browser.py still defines its own
+# ``browser``, ``artifacts`` and ``served_book`` with the same behaviour (a module's own fixture
+# takes precedence over conftest's), so its copies can be deleted in favour of these.
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+# What an intercepted request for another host gets: something harmless of the right kind.
+_EMPTY_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="117" height="20" viewBox="0 0 117 20">'
+              '<rect width="117" height="20" rx="3" fill="#999"/></svg>')
+REQUEST_STUBS = {
+    "image": ("image/svg+xml", _EMPTY_SVG),
+    "script": ("application/javascript", "/* stubbed by tests/conftest.py */"),
+    "stylesheet": ("text/css", "/* stubbed by tests/conftest.py */"),
+}
+
+
+def chromium_executable() -> str | None:
+    """Debian's chromium (never a browser downloaded by ``playwright install``), or None."""
+    import shutil
+
+    found = shutil.which("chromium")
+    if found:
+        return found
+    return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
+
+
+@contextlib.contextmanager
+def serve_directory(directory: Path):
+    """Serve ``directory`` over http on 127.0.0.1 (a free port); yields the base URL."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(directory)))
+    thread = threading.Thread(target=server.serve_forever, name=f"http-{Path(directory).name}", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def stub_external_requests(context, record: list[str]) -> None:
+    """Route every request of a Playwright browser context that leaves 127.0.0.1 to an empty
+    200 answer of the right kind, and append its URL to ``record`` (the machine may be offline)."""
+    from urllib.parse import urlparse
+
+    def route(r):
+        req = r.request
+        if urlparse(req.url).hostname == "127.0.0.1":
+            r.continue_()
+            return
+        record.append(req.url)
+        content_type, body = REQUEST_STUBS.get(req.resource_type, ("text/plain", ""))
+        r.fulfill(status=200, content_type=content_type, body=body)
+
+    context.route("**/*", route)
+
+
+@pytest.fixture(scope="module")
+def directory_server():
+    """``serve(path) -> base URL``: serves a folder over http on 127.0.0.1 until the module ends."""
+    with contextlib.ExitStack() as stack:
+        yield lambda directory: stack.enter_context(serve_directory(Path(directory)))
+
+
+@pytest.fixture(scope="session")
+def offline_routes():
+    """``install(context, record)``: :func:`stub_external_requests`, as a fixture."""
+    return stub_external_requests
+
+
+@pytest.fixture(scope="module")
+def served_book(built_book):
+    """The built HTML over http on 127.0.0.1, for the module's tests."""
+    if not (built_book.html / "index.html").is_file():
+        pytest.fail(f"the book did not build (no {built_book.html / 'index.html'}):\n{built_book.tail()}")
+    with serve_directory(built_book.html) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium through Playwright (module scope: one Playwright at a time)."""
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="the playwright Python package is not installed (it is in requirements.txt)")
+    executable = chromium_executable()
+    if executable is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium; scripts/test.sh does this as root)")
+    pw = sync_api.sync_playwright().start()
+    try:
+        b = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+    except Exception as exc:
+        pw.stop()
+        pytest.fail(f"could not start {executable} through Playwright: {exc}")
+    try:
+        yield b
+    finally:
+        b.close()
+        pw.stop()
+
+
+@pytest.fixture(scope="module")
+def artifacts(repo_root) -> Path:
+    """test-artifacts/ at the repository root (screenshots; ignored by git)."""
+    out = repo_root / "test-artifacts"
+    out.mkdir(exist_ok=True)
+    return out
