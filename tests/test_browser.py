@@ -11,12 +11,8 @@ GEMMLAB_UPDATE_SCREENSHOT=1 the landing page's also becomes book/_static/book-sc
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -28,19 +24,8 @@ pytestmark = pytest.mark.slow
 # host (or offline) would miss: add it here only after deciding it is acceptable.
 ALLOWED_HOSTS = {"cdn.jsdelivr.net", "colab.research.google.com"}
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1280, "height": 900}
 PAGE_TIMEOUT_MS = 30_000
-
-# What an intercepted request gets: something harmless of the right kind.
-EMPTY_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="117" height="20" viewBox="0 0 117 20">'
-             '<rect width="117" height="20" rx="3" fill="#999"/></svg>')
-STUBS = {
-    "image": ("image/svg+xml", EMPTY_SVG),
-    "script": ("application/javascript", "/* stubbed by tests/test_browser.py */"),
-    "stylesheet": ("text/css", "/* stubbed by tests/test_browser.py */"),
-}
 
 # Every <img> in the article with a local src: loaded (complete, with a width) or not.
 IMAGES_JS = """async () => {
@@ -68,80 +53,15 @@ H1_JS = """() => {
 }"""
 
 
-def _chromium() -> str | None:
-    found = shutil.which("chromium")
-    if found:
-        return found
-    return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
-
-
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
-        pass
-
-
-@pytest.fixture(scope="module")
-def served_book(built_book):
-    """The built HTML over http on 127.0.0.1 (a free port), for the module's tests."""
-    if not (built_book.html / "index.html").is_file():
-        pytest.fail(f"the book did not build (no {built_book.html / 'index.html'}):\n{built_book.tail()}")
-    handler = functools.partial(_QuietHandler, directory=str(built_book.html))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, name="book-http", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="the playwright Python package is not installed (it is in requirements.txt)")
-    executable = _chromium()
-    if executable is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install chromium; scripts/test.sh does this as root)")
-    pw = sync_api.sync_playwright().start()
-    try:
-        b = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
-    except Exception as exc:
-        pw.stop()
-        pytest.fail(f"could not start {executable} through Playwright: {exc}")
-    try:
-        yield b
-    finally:
-        b.close()
-        pw.stop()
-
-
-@pytest.fixture(scope="module")
-def artifacts(repo_root) -> Path:
-    out = repo_root / "test-artifacts"
-    out.mkdir(exist_ok=True)
-    return out
-
-
-def test_page_in_browser(toc_page, served_book, browser, artifacts, repo_root, book_sources):
+def test_page_in_browser(toc_page, served_book, browser, artifacts, repo_root, book_sources, offline_routes):
+    """Browser, server and the offline request stubs are the shared fixtures of tests/conftest.py."""
     url = f"{served_book}/{toc_page}.html"
     external: list[str] = []
     problems: list[str] = []
 
-    def route(r):
-        req = r.request
-        host = urlparse(req.url).hostname
-        if host == "127.0.0.1":
-            r.continue_()
-            return
-        external.append(req.url)
-        content_type, body = STUBS.get(req.resource_type, ("text/plain", ""))
-        r.fulfill(status=200, content_type=content_type, body=body)
-
     context = browser.new_context(viewport=VIEWPORT, service_workers="block")
     try:
-        context.route("**/*", route)
+        offline_routes(context, external)
         page = context.new_page()
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.on("console", lambda m: problems.append(f"console error: {m.text} ({m.location.get('url', '')})")
