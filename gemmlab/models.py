@@ -1,4 +1,5 @@
-"""Models of what the kernels do: work, traffic, arithmetic intensity and the roofline.
+"""Models of what the kernels do: work, traffic, arithmetic intensity, the roofline, shared-memory
+banks and occupancy.
 
 Pure NumPy and arithmetic, no GPU. The chapters' tables, the figures and the tests all call
 these same functions, so a number printed in one place is the number checked in another.
@@ -209,3 +210,109 @@ def early_return_affected(M: int, N: int, T: int = 32):
     if M % T:
         mask[(M // T) * T:, :] = True
     return mask
+
+
+# ---------------------------------------------------------------- shared-memory banks (chapter 4)
+
+BANKS = 32
+BANK_BYTES = 4
+
+
+@dataclass(frozen=True)
+class BankAccess:
+    """What one warp-wide shared-memory instruction costs: the 32 banks serve one 4-byte word each
+    per cycle; lanes that read the *same* word share it (broadcast, or multicast to several lanes)."""
+
+    wavefronts: int                 # passes the hardware needs: the most distinct words in any bank
+    words_per_bank: tuple           # distinct words requested from each of the 32 banks
+
+    @property
+    def conflict_degree(self) -> int:
+        """1 for a conflict-free access, n for an n-way bank conflict."""
+        return self.wavefronts
+
+    @property
+    def extra_wavefronts(self) -> int:
+        """Wavefronts beyond the one a conflict-free access needs (what a profiler calls conflicts)."""
+        return max(0, self.wavefronts - 1)
+
+
+def bank_access(byte_addresses, word_bytes: int = 4) -> BankAccess:
+    """The bank model for the byte addresses of one warp's 4-byte shared-memory accesses (inactive
+    lanes left out). Word w = address // 4 lives in bank w % 32."""
+    if word_bytes != BANK_BYTES:
+        raise ValueError(f"the bank model covers 4-byte accesses (float, int), got {word_bytes}-byte words")
+    addrs = list(byte_addresses)
+    if len(addrs) > 32:
+        raise ValueError(f"a warp has 32 lanes, got {len(addrs)} addresses")
+    words = {a // BANK_BYTES for a in addrs}
+    per_bank = [0] * BANKS
+    for w in words:
+        per_bank[w % BANKS] += 1
+    return BankAccess(max(per_bank) if words else 0, tuple(per_bank))
+
+
+def array_addresses(rows, cols, row_stride: int, base: int = 0) -> list[int]:
+    """Byte addresses of float elements [r][c] of a row-major array whose rows are ``row_stride``
+    floats long (pass T + 1 for a padded T×T tile), for the pairs (rows[i], cols[i])."""
+    return [base + 4 * (r * row_stride + c) for r, c in zip(rows, cols)]
+
+
+# ---------------------------------------------------------------- occupancy (chapter 5)
+
+REGISTER_ALLOCATION_UNIT = 256      # registers are given to a warp in chunks of 256 (8 per thread)
+SHARED_ALLOCATION_UNIT = 128        # bytes; a block's shared memory is rounded up to this
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """How many blocks of a kernel fit on one SM, and which limit decides it."""
+
+    blocks_per_sm: int
+    warps_per_sm: int
+    max_warps_per_sm: int
+    limits: dict                    # blocks allowed by each resource
+
+    @property
+    def occupancy(self) -> float:
+        return self.warps_per_sm / self.max_warps_per_sm
+
+    @property
+    def binding(self) -> list[str]:
+        """The limits that allow no more blocks than the answer (several can tie)."""
+        return [name for name, n in self.limits.items() if n == self.blocks_per_sm]
+
+
+def occupancy(spec, threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int = 0) -> Occupancy:
+    """Active blocks and warps per SM for a kernel on a device (``spec``: a :class:`gemmlab.device.DeviceSpec`).
+
+    Each resource allows some number of blocks: threads (max threads per SM), the hardware's block
+    slots, registers (allocated per warp in units of 256) and shared memory (the block's bytes plus
+    the per-block reservation of sm_80 and later, rounded up to 128 bytes, against the SM's
+    capacity). The smallest number wins. The allocation units are those of NVIDIA's occupancy
+    calculator for compute capability 7.5 to 9.0; chapter 5 compares the result with the driver's
+    ``cuOccupancyMaxActiveBlocksPerMultiprocessor``.
+    """
+    if not 1 <= threads_per_block <= spec.max_threads_per_block:
+        raise ValueError(f"threads_per_block = {threads_per_block} must be between 1 and {spec.max_threads_per_block}")
+    if not 0 <= registers_per_thread <= 255:
+        raise ValueError(f"registers_per_thread = {registers_per_thread} must be between 0 and 255")
+    if shared_bytes_per_block > spec.shared_per_block_optin:
+        raise ValueError(f"{shared_bytes_per_block:,} bytes of shared memory per block exceed this device's "
+                         f"maximum of {spec.shared_per_block_optin:,}")
+    warps_per_block = ceil_div(threads_per_block, spec.warp_size)
+    max_warps = spec.max_threads_per_sm // spec.warp_size
+    regs_per_warp = ceil_div(max(registers_per_thread, 1) * spec.warp_size, REGISTER_ALLOCATION_UNIT) * REGISTER_ALLOCATION_UNIT
+    if regs_per_warp * warps_per_block > spec.registers_per_block:
+        raise ValueError(f"{threads_per_block} threads x {registers_per_thread} registers exceed the "
+                         f"{spec.registers_per_block:,} registers a block may use")
+    smem = ceil_div(shared_bytes_per_block + spec.reserved_shared_per_block, SHARED_ALLOCATION_UNIT) * SHARED_ALLOCATION_UNIT
+    limits = {
+        "threads": max_warps // warps_per_block,
+        "blocks": spec.max_blocks_per_sm,
+        "registers": (spec.registers_per_sm // regs_per_warp) // warps_per_block,
+    }
+    if smem:                        # a block that needs no shared memory is not limited by it
+        limits["shared memory"] = spec.shared_per_sm // smem
+    blocks = min(limits.values())
+    return Occupancy(blocks, blocks * warps_per_block, max_warps, limits)
