@@ -35,6 +35,12 @@ def main(argv=None) -> int:
     r.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
+    from .launch import kernels
+    asked = [args.kernel] if args.command == "run" else (args.kernels or []) if args.command == "bench" else []
+    unknown = [k for k in asked if k not in kernels()]
+    if unknown:                     # a typo is answered before anything looks for a GPU
+        print(f"gemmlab: no course kernel named {', '.join(unknown)}; choose from {', '.join(kernels())}", file=sys.stderr)
+        return 2
     try:
         gpu.cuda()
         if args.command == "info":
@@ -44,9 +50,6 @@ def main(argv=None) -> int:
             return 0
         if args.command == "run":
             from . import launch, verify
-            if args.kernel not in launch.kernels():
-                print(f"gemmlab: no kernel named {args.kernel!r}; choose from {', '.join(launch.kernels())}", file=sys.stderr)
-                return 2
             M, N, K = args.size
             A, B = verify.random_operands(M, N, K, args.seed)
             verdict = verify.check(launch.kernels()[args.kernel](A, B), A, B)

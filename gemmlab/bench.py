@@ -172,6 +172,9 @@ DEFAULT_SIZES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096))
 
 def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print) -> list[GemmResult]:
     """Every course kernel (or those named) and cuBLAS at each (M, N, K)."""
+    unknown = sorted(set(names or ()) - set(launch.kernels()))
+    if unknown:
+        raise ValueError(f"no course kernel named {', '.join(unknown)}; choose from {', '.join(launch.kernels())}")
     gpu.cuda()
     chosen = [k for n, k in launch.kernels().items() if names is None or n in names]
     results = []

@@ -40,3 +40,9 @@ def test_calling_a_kernel_raises_one_sentence():
 def test_bad_size_argument_is_refused():
     proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--sizes", "0"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "must be N or MxNxK with positive integers" in proc.stderr
+
+
+def test_unknown_kernel_name_is_refused_before_the_gpu():
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--kernels", "fastest"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "no course kernel named fastest; choose from naive" in proc.stderr
