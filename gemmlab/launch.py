@@ -163,6 +163,11 @@ GEMM_KERNELS: list[GemmKernel] = [
 ]
 
 
+# Wrong on purpose (chapter 3): the tiled kernel with an early return before its barriers.
+EARLY_RETURN = GemmKernel("early_return", 3, "03_early_return.cu", "gemm_tiled_early_return_32", (32, 32, 1), (32, 32),
+                          "the 32x32 tiled kernel with an early return before __syncthreads(): wrong when 32 does not divide M or N")
+
+
 def kernels() -> dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]:
     """``{name: callable(A, B) -> C}`` for every correct course GEMM kernel, in chapter order.
 
@@ -241,3 +246,18 @@ def fma_values(blocks: int, threads: int, iters: int) -> np.ndarray:
     out = gpuarray.zeros(blocks * threads, np.float32)
     fma(out, iters, threads)
     return out.get()
+
+
+def barrier_deadlock(spin_limit: int, threads: int = 128) -> np.ndarray:
+    """Run chapter 3's ``barrier_deadlock`` in one block; with ``spin_limit`` 0 it never returns, so
+    call it only in a child process under :func:`gemmlab.watchdog.run_isolated`. Returns what each
+    thread wrote: 1 for warp 0 (past the barrier), 2 for a thread that saw the flag, 0 for one that gave up."""
+    drv = gpu.cuda()
+    spec = _device.current()
+    if threads <= spec.warp_size:
+        raise ValueError(f"the deadlock needs more than one warp, got threads={threads}")
+    check_block((threads, 1, 1), spec)
+    out = np.zeros(threads, np.int32)
+    _compile.load("03_deadlock.cu").function("barrier_deadlock")(drv.InOut(out), np.int32(spin_limit),
+                                                                 block=(threads, 1, 1), grid=(1, 1, 1))
+    return out
