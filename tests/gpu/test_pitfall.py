@@ -1,5 +1,7 @@
 """Chapter 3 on the GPU: the early-return kernel at nice and odd sizes, and a real deadlock under a watchdog."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -25,9 +27,10 @@ def test_early_return_wrong_only_where_the_model_allows():
 def test_deadlock_is_stopped_and_the_gpu_still_works():
     hung = watchdog.run_isolated("from gemmlab import launch; launch.barrier_deadlock(0)", timeout_s=15)
     assert hung.status == "timeout", str(hung)
-    done = watchdog.run_isolated("from gemmlab import launch; print(launch.barrier_deadlock(1 << 16).tolist())", timeout_s=60)
+    done = watchdog.run_isolated("import json; from gemmlab import launch; "
+                                 "print(json.dumps(launch.barrier_deadlock(1 << 16).tolist()))", timeout_s=60)
     assert done.status == "ok", str(done)
-    values = eval(done.stdout.strip().splitlines()[-1])       # a list printed by the child
+    values = json.loads(done.stdout.strip().splitlines()[-1])
     assert values[:32] == [1] * 32, "warp 0 passed the barrier once the other threads had exited"
     A, B = verify.random_operands(64, 64, 64)
     assert verify.check(gemmlab.kernels()["tiled32"](A, B), A, B).ok
