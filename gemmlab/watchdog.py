@@ -51,3 +51,39 @@ def run_isolated(code: str, timeout_s: float = 30.0) -> Outcome:
         return Outcome("timeout", time.monotonic() - start, None, out, err)
     status = "ok" if proc.returncode == 0 else "error"
     return Outcome(status, time.monotonic() - start, proc.returncode, out, err)
+
+
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+
+@dataclass(frozen=True)
+class SanitizerReport:
+    tool: str
+    errors: int | None          # None when the tool could not run
+    note: str
+
+    def __str__(self) -> str:
+        return f"{self.tool}: {self.errors} errors" if self.errors is not None else f"{self.tool}: {self.note}"
+
+
+def run_sanitized(tool: str, code: str, timeout_s: float = 300.0) -> SanitizerReport:
+    """Run ``python -c code`` under ``compute-sanitizer --tool TOOL`` in a child process (watchdog
+    included) and return how many errors it reported."""
+    import re
+    import shutil
+
+    if tool not in SANITIZER_TOOLS:
+        raise ValueError(f"tool must be one of {', '.join(SANITIZER_TOOLS)}, got {tool!r}")
+    exe = shutil.which("compute-sanitizer") or next(
+        (p for p in ("/usr/local/cuda/bin/compute-sanitizer",) if os.path.exists(p)), None)
+    if exe is None:
+        return SanitizerReport(tool, None, "compute-sanitizer is not installed on this machine")
+    wrapper = (f"import subprocess, sys; r = subprocess.run([{exe!r}, '--tool={tool}', sys.executable, '-c', {code!r}], "
+               "capture_output=True, text=True); print(r.stdout); print(r.stderr, file=sys.stderr); sys.exit(r.returncode)")
+    outcome = run_isolated(wrapper, timeout_s)
+    if outcome.status == "timeout":
+        return SanitizerReport(tool, None, str(outcome))
+    m = re.search(r"(?:ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error)", outcome.stdout)
+    if m is None:
+        return SanitizerReport(tool, None, f"no summary in its output ({str(outcome)})")
+    return SanitizerReport(tool, int(m.group(1) or m.group(2)), "")

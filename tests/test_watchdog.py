@@ -32,3 +32,15 @@ def test_hang_is_stopped_with_its_children():
 def test_bad_timeout():
     with pytest.raises(ValueError, match="timeout_s must be positive"):
         watchdog.run_isolated("pass", timeout_s=0)
+
+
+def test_sanitizer_says_why_it_cannot_run_or_counts(monkeypatch):
+    import shutil
+
+    with pytest.raises(ValueError, match="tool must be one of"):
+        watchdog.run_sanitized("leakcheck", "pass")
+    if shutil.which("compute-sanitizer"):
+        pytest.skip("compute-sanitizer is installed here; tests/gpu covers it")
+    monkeypatch.setattr(watchdog.os.path, "exists", lambda p: False)
+    r = watchdog.run_sanitized("memcheck", "pass")
+    assert r.errors is None and str(r) == "memcheck: compute-sanitizer is not installed on this machine"
