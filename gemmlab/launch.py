@@ -163,6 +163,15 @@ GEMM_KERNELS: list[GemmKernel] = [
 ]
 
 
+# Written for chapter 6 and compile-checked, but not yet run on a GPU: they join GEMM_KERNELS (and so
+# gemmlab.kernels()) once tests/gpu/test_candidates.py has passed on one.
+CANDIDATES: list[GemmKernel] = [
+    GemmKernel("regtile1d", 6, "06_register_tiling.cu", "gemm_regtile_1d", (512, 1, 1), (64, 64),
+               "64x64 block tile, 8 rows of C per thread (1D register tiling)"),
+    GemmKernel("regtile2d", 6, "06_register_tiling.cu", "gemm_regtile_2d", (256, 1, 1), (128, 128),
+               "128x128 block tile, an 8x8 outer product per thread (2D register tiling)"),
+]
+
 # Wrong on purpose (chapter 3): the tiled kernel with an early return before its barriers.
 EARLY_RETURN = GemmKernel("early_return", 3, "03_early_return.cu", "gemm_tiled_early_return_32", (32, 32, 1), (32, 32),
                           "the 32x32 tiled kernel with an early return before __syncthreads(): wrong when 32 does not divide M or N")
