@@ -103,9 +103,8 @@ class GemmResult:
 
 
 def _result(name, M, N, K, seconds, correct) -> GemmResult:
-    compulsory = 4 * (M * K + K * N + M * N)
     return GemmResult(name, M, N, K, seconds, models.gemm_flops(M, N, K) / seconds / 1e12,
-                      compulsory / seconds / 1e9, correct)
+                      models.compulsory_bytes(M, N, K) / seconds / 1e9, correct)
 
 
 def time_gemm(kernel: launch.GemmKernel, A: np.ndarray, B: np.ndarray, repeat: int = 5,

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import compile as _compile
 from . import device as _device
-from . import gpu
+from . import gpu, models
 
 INT_MAX = 2**31 - 1   # the kernels take M, N, K as int
 
@@ -122,7 +122,7 @@ class GemmKernel:
         M, N, K = check_gemm_shapes(A, B)
         check_block(self.block, spec)
         check_grid(self.grid(M, N), spec)
-        check_fits(4 * (M * K + K * N + M * N), free_bytes, f"{self.name} at M={M}, N={N}, K={K} (A, B and C)")
+        check_fits(models.compulsory_bytes(M, N, K), free_bytes, f"{self.name} at M={M}, N={N}, K={K} (A, B and C)")
         check_contiguous("A", A)
         check_contiguous("B", B)
         return M, N, K

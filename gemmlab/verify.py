@@ -48,42 +48,50 @@ class Verdict:
         return "; ".join(parts)
 
 
+def _require_shape(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> None:
+    if C.shape != (A.shape[0], B.shape[1]):
+        raise ValueError(f"C has shape {C.shape}, expected {(A.shape[0], B.shape[1])} for A {A.shape} times B {B.shape}")
+
+
 class Reference:
     """A·B and its error bound, computed once for checking several kernels on the same operands."""
 
     def __init__(self, A: np.ndarray, B: np.ndarray):
-        self.shape = (A.shape[0], B.shape[1])
-        self.desc = f"A {A.shape} times B {B.shape}"
+        self.A, self.B = A, B
         self.value = reference(A, B)
         self.bound = tolerance(A, B)
 
+    def errors(self, C: np.ndarray) -> np.ndarray:
+        """|C - A·B| element by element, infinite where C is NaN or infinite."""
+        _require_shape(C, self.A, self.B)
+        C64 = C.astype(np.float64)
+        return np.where(np.isfinite(C64), np.abs(C64 - self.value), np.inf)
+
+    def wrong(self, C: np.ndarray) -> np.ndarray:
+        """Boolean map of the elements of C outside the error bound (or not finite)."""
+        return ~(self.errors(C) <= self.bound)
+
     def check(self, C: np.ndarray) -> Verdict:
         """Compare a kernel's ``C``; report how many elements are wrong and where."""
-        if C.shape != self.shape:
-            raise ValueError(f"C has shape {C.shape}, expected {self.shape} for {self.desc}")
-        C64 = C.astype(np.float64)
-        finite = np.isfinite(C64)
-        err = np.where(finite, np.abs(C64 - self.value), np.inf)
+        err = self.errors(C)
         bad = ~(err <= self.bound)
         excess = err / self.bound
         worst = tuple(int(i) for i in np.unravel_index(np.argmax(excess), excess.shape)) if bad.any() else None
-        return Verdict(ok=not bad.any(), total=C.size, wrong=int(bad.sum()), nonfinite=int((~finite).sum()),
+        return Verdict(ok=not bad.any(), total=C.size, wrong=int(bad.sum()), nonfinite=int(np.isinf(err).sum()),
                        max_abs_error=float(np.max(err)) if C.size else 0.0,
                        max_excess=float(np.max(excess)) if C.size else 0.0, worst=worst)
 
 
 def check(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> Verdict:
     """Compare a kernel's ``C`` with A·B; report how many elements are wrong and where."""
-    expected_shape = (A.shape[0], B.shape[1])
-    if C.shape != expected_shape:
-        raise ValueError(f"C has shape {C.shape}, expected {expected_shape} for A {A.shape} times B {B.shape}")
+    _require_shape(C, A, B)            # before the two float64 products a wrong shape would waste
     return Reference(A, B).check(C)
 
 
 def wrong_mask(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """Boolean map of the elements of C outside the error bound (or not finite)."""
-    err = np.abs(C.astype(np.float64) - reference(A, B))
-    return ~(err <= tolerance(A, B))
+    _require_shape(C, A, B)
+    return Reference(A, B).wrong(C)
 
 
 def random_operands(M: int, N: int, K: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
