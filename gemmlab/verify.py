@@ -62,7 +62,7 @@ class Reference:
         self.bound = tolerance(A, B)
 
     def errors(self, C: np.ndarray) -> np.ndarray:
-        """|C - A·B| element by element, infinite where C is NaN or infinite."""
+        """``|C - A·B|`` element by element, infinite where C is NaN or infinite."""
         _require_shape(C, self.A, self.B)
         C64 = C.astype(np.float64)
         return np.where(np.isfinite(C64), np.abs(C64 - self.value), np.inf)
