@@ -29,17 +29,20 @@ def main(argv=None) -> int:
     b.add_argument("--repeat", type=int, default=5)
     b.add_argument("--json", type=Path, default=Path("results/bench.json"), help="where to write the JSON")
     sub.add_parser("info", help="the device's properties and derived ceilings")
-    r = sub.add_parser("run", help="run one course kernel once on random operands and check it (for profilers)")
-    r.add_argument("kernel", help="a name from gemmlab.kernels()")
+    r = sub.add_parser("run", help="run one GEMM kernel once on random operands and check it (for profilers)")
+    r.add_argument("kernel", help="a name from gemmlab.launch.every_kernel()")
     r.add_argument("size", type=_size, help="N or MxNxK")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--extra-shared", type=int, default=0, help="unused dynamic shared memory per block, in bytes")
     args = parser.parse_args(argv)
 
-    from .launch import kernels
+    from .launch import every_kernel, kernels
+    known = every_kernel() if args.command == "run" else kernels()
     asked = [args.kernel] if args.command == "run" else (args.kernels or []) if args.command == "bench" else []
-    unknown = [k for k in asked if k not in kernels()]
+    unknown = [k for k in asked if k not in known]
     if unknown:                     # a typo is answered before anything looks for a GPU
-        print(f"gemmlab: no course kernel named {', '.join(unknown)}; choose from {', '.join(kernels())}", file=sys.stderr)
+        what = "GEMM kernel" if args.command == "run" else "course kernel"
+        print(f"gemmlab: no {what} named {', '.join(unknown)}; choose from {', '.join(known)}", file=sys.stderr)
         return 2
     try:
         gpu.cuda()
@@ -52,7 +55,7 @@ def main(argv=None) -> int:
             from . import launch, verify
             M, N, K = args.size
             A, B = verify.random_operands(M, N, K, args.seed)
-            verdict = verify.check(launch.kernels()[args.kernel](A, B), A, B)
+            verdict = verify.check(launch.lookup(args.kernel)(A, B, extra_shared=args.extra_shared), A, B)
             print(f"{args.kernel} {M}x{N}x{K}: {verdict}")
             return 0 if verdict.ok else 1
         from . import bench

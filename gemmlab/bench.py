@@ -108,19 +108,22 @@ def _result(name, M, N, K, seconds, correct) -> GemmResult:
 
 
 def time_gemm(kernel: launch.GemmKernel, A: np.ndarray, B: np.ndarray, repeat: int = 5,
-              reference: verify.Reference | None = None) -> GemmResult:
+              reference: verify.Reference | None = None, extra_shared: int = 0) -> GemmResult:
     """Check ``kernel`` on (A, B) (against ``reference`` if given, to share one across kernels), then
-    time it on device buffers."""
+    time it on device buffers (with ``extra_shared`` unused bytes of dynamic shared memory per block)."""
     drv = gpu.cuda()
     from pycuda import gpuarray
 
-    M, N, K = kernel.check(A, B, _device.current(), _device.free_memory())
+    spec = _device.current()
+    M, N, K = kernel.check(A, B, spec, _device.free_memory())
+    kernel.check_extra_shared(extra_shared, spec)
     a, b = gpuarray.to_gpu(A), gpuarray.to_gpu(B)
     c = gpuarray.empty((M, N), np.float32)
-    kernel.launch(a.gpudata, b.gpudata, c.gpudata, M, N, K)
+    kernel.launch(a.gpudata, b.gpudata, c.gpudata, M, N, K, extra_shared)
     drv.Context.synchronize()
     ok = (reference or verify.Reference(A, B)).check(c.get()).ok
-    t = timing.time_gpu(lambda: kernel.launch(a.gpudata, b.gpudata, c.gpudata, M, N, K), warmup=1, repeat=repeat)
+    t = timing.time_gpu(lambda: kernel.launch(a.gpudata, b.gpudata, c.gpudata, M, N, K, extra_shared),
+                        warmup=1, repeat=repeat)
     return _result(kernel.name, M, N, K, t.median_s, ok)
 
 

@@ -7,6 +7,11 @@ the compiler gave each function: registers per thread, static shared memory, loc
 
 from __future__ import annotations
 
+import collections
+import re
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +38,7 @@ class CompiledFile:
     sha: str
     arch: str
     module: object
+    cubin: bytes = field(default=b"", repr=False)   # the compiled binary, for direct driver calls (gemmlab.driver)
     _functions: dict = field(default_factory=dict, repr=False)
 
     def function(self, name: str):
@@ -57,9 +63,71 @@ class CompiledFile:
         f = self.function(name)
         return Resources(f.num_regs, f.shared_size_bytes, f.local_size_bytes, f.max_threads_per_block)
 
+    def sass(self, name: str) -> str:
+        """The machine code (SASS) of function ``name`` as ``cuobjdump`` disassembles this very cubin."""
+        self.function(name)
+        tool = shutil.which("cuobjdump")
+        if tool is None:
+            raise FileNotFoundError("cuobjdump (part of the CUDA toolkit) is not on PATH, so the SASS cannot be shown.")
+        with tempfile.TemporaryDirectory() as tmp:
+            cubin = Path(tmp) / "kernel.cubin"
+            cubin.write_bytes(self.cubin)
+            proc = subprocess.run([tool, "-sass", "-fun", name, str(cubin)], capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise RuntimeError(f"cuobjdump failed: {proc.stderr.strip()[:200]}")
+        return proc.stdout
+
     @property
     def provenance(self) -> str:
         return f"[gemmlab] {provenance.display_path(self.path)} sha256:{self.sha} {self.arch}"
+
+
+@dataclass(frozen=True)
+class PtxasEntry:
+    """What ptxas reported for one kernel: registers per thread, spills, static shared memory."""
+
+    function: str
+    registers: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    shared_bytes: int
+
+
+def parse_ptxas(report: str) -> list[PtxasEntry]:
+    """The entries of an ``nvcc -Xptxas -v`` report, one per compiled kernel."""
+    entries = []
+    for block in re.split(r"(?=ptxas info\s+: Compiling entry function)", report)[1:]:
+        name = re.search(r"entry function '(\w+)'", block).group(1)
+        spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", block)
+        regs = re.search(r"Used (\d+) registers", block)
+        smem = re.search(r"(\d+) bytes smem", block)
+        entries.append(PtxasEntry(name, int(regs.group(1)) if regs else 0, int(spills.group(1)) if spills else 0,
+                                  int(spills.group(2)) if spills else 0, int(smem.group(1)) if smem else 0))
+    return entries
+
+
+def ptxas_report(text: str, arch: str) -> list[PtxasEntry]:
+    """Compile CUDA source ``text`` for ``arch`` (e.g. ``"sm_90"``) with ``nvcc -Xptxas -v`` and return
+    ptxas's report per kernel. Needs ``nvcc`` only, no GPU: the report is what the compiler decided."""
+    nvcc = gpu.require_nvcc()
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = Path(tmp) / "kernel.cu"
+        cu.write_text(text, encoding="utf-8")
+        proc = subprocess.run([nvcc, *NVCC_OPTIONS, "-cubin", f"-arch={arch}", "-Xptxas", "-v", f"-I{provenance.KERNELS_DIR}",
+                               "-o", str(Path(tmp) / "kernel.cubin"), str(cu)], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nvcc failed for {arch}:\n{proc.stderr.strip()[-2000:]}")
+    return parse_ptxas(proc.stdout + proc.stderr)
+
+
+def opcode_counts(sass: str, prefixes=("LDS", "STS")) -> dict[str, int]:
+    """How often each instruction whose opcode starts with one of ``prefixes`` appears in a SASS
+    listing, with its width suffix (``LDS``, ``LDS.128``, ...); ``.U`` (unsigned) is dropped so sm_75 and later read alike."""
+    counts = collections.Counter()
+    for op in re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)", sass):
+        if op.startswith(tuple(prefixes)):
+            counts[op.replace(".U.", ".").removesuffix(".U")] += 1
+    return dict(sorted(counts.items()))
 
 
 _loaded: dict[tuple[str, int, int], CompiledFile] = {}
@@ -87,12 +155,12 @@ def load(path: str | Path, quiet: bool = False) -> CompiledFile:
     sha = provenance.short_sha(text)
     gpu.cuda()
     gpu.require_nvcc()
-    from pycuda.compiler import SourceModule
+    import pycuda.driver as drv
+    from pycuda.compiler import compile as nvcc
 
     target = arch()
-    module = SourceModule(text, arch=target, no_extern_c=True, options=list(NVCC_OPTIONS),
-                          include_dirs=[str(file.parent)])
-    compiled = CompiledFile(file, sha, target, module)
+    cubin = nvcc(text, arch=target, no_extern_c=True, options=list(NVCC_OPTIONS), include_dirs=[str(file.parent)])
+    compiled = CompiledFile(file, sha, target, drv.module_from_buffer(cubin), cubin=cubin)
     _loaded[key] = compiled
     if not quiet:
         print(compiled.provenance)

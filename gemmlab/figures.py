@@ -120,3 +120,67 @@ def speed_sweep(sizes, series: dict[str, list[float]], title: str, ylabel: str =
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=9)
     return fig
+
+
+def bank_maps(accesses: dict, title: str = ""):
+    """One panel per access: which bank each lane's words fall in. ``accesses`` maps a label to
+    ``(byte_addresses, access_bytes)`` for the 32 lanes of one warp; a cell (lane, bank) is coloured by
+    which of that bank's distinct words the lane reads (one colour per bank: conflict-free), and each
+    panel's title gives the wavefronts from :func:`gemmlab.models.bank_access`."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    fig, axes = plt.subplots(1, len(accesses), figsize=(3.3 * len(accesses), 3.9), layout="constrained", squeeze=False)
+    cmap = ListedColormap(["white"] + list(plt.get_cmap("viridis")(np.linspace(0, 1, 32))))
+    for ax, (label, (addrs, width)) in zip(axes[0], accesses.items()):
+        grid = np.zeros((32, models.BANKS))
+        order: dict[int, dict[int, int]] = {}            # bank -> word -> its rank among the bank's words
+        for lane, a in enumerate(addrs):
+            for i in range(width // models.BANK_BYTES):
+                word = a // models.BANK_BYTES + i
+                ranks = order.setdefault(word % models.BANKS, {})
+                ranks.setdefault(word, len(ranks) + 1)
+                grid[lane, word % models.BANKS] = ranks[word]
+        ax.imshow(grid, cmap=cmap, vmin=0, vmax=32, aspect="equal", interpolation="nearest")
+        acc = models.bank_access(addrs, width)
+        ax.set_title(f"{label}\n{acc.wavefronts} wavefront{'s' * (acc.wavefronts != 1)} (ideal {acc.ideal})", fontsize=9)
+        ax.set_xlabel("bank")
+        ax.set_ylabel("lane")
+        ax.set_xticks([0, 8, 16, 24, 31])
+        ax.set_yticks([0, 8, 16, 24, 31])
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def occupancy_limits(kernels: dict, title: str = ""):
+    """For each kernel (``name: models.Occupancy``), the blocks per SM each resource allows, the
+    binding ones highlighted, and the resulting occupancy."""
+    import matplotlib.pyplot as plt
+
+    names = list(kernels)
+    limits = ["threads", "registers", "shared memory", "blocks"]
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(names) * len(limits) / 2 + 1.2), layout="constrained")
+    h = 0.8 / len(limits)
+    colors = dict(zip(limits, ("tab:blue", "tab:orange", "tab:green", "0.6")))
+    for i, name in enumerate(names):
+        occ = kernels[name]
+        for j, lim in enumerate(limits):
+            if lim not in occ.limits:
+                continue
+            n = occ.limits[lim]
+            y = i + (j - (len(limits) - 1) / 2) * h
+            bound = lim in occ.binding
+            ax.barh(y, min(n, 33), height=h * 0.9, color=colors[lim], alpha=1.0 if bound else 0.35,
+                    edgecolor="black" if bound else "none", label=lim if i == 0 else None)
+            ax.text(min(n, 33) + 0.3, y, f"{n}" + (" (binds)" if bound else ""), va="center", fontsize=7)
+        ax.text(-0.5, i, f"{occ.blocks_per_sm} x {occ.warps_per_sm // occ.blocks_per_sm if occ.blocks_per_sm else 0} warps = "
+                f"{occ.occupancy:.0%}", va="center", ha="right", fontsize=8, color="0.25")
+    ax.set_yticks(range(len(names)), [f"{n}\n\n" for n in names], fontsize=9)
+    ax.set_xlim(0, 40)
+    ax.invert_yaxis()
+    ax.set_xlabel("blocks per SM each resource allows (bars cut at 33)")
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig

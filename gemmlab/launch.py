@@ -21,6 +21,7 @@ from . import device as _device
 from . import gpu, models
 
 INT_MAX = 2**31 - 1   # the kernels take M, N, K as int
+DEFAULT_SHARED_PER_BLOCK = 48 * 1024   # a block that needs more (static + dynamic) must opt in first
 
 
 class LaunchConfigError(ValueError):
@@ -134,19 +135,38 @@ class GemmKernel:
         """Registers, shared and local memory the compiler gave this kernel on this GPU."""
         return _compile.load(self.source).resources(self.function)
 
-    def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int) -> None:
-        """Enqueue the kernel on device buffers (no checks, no copies: for timing loops)."""
-        fn = _compile.load(self.source).prepared(self.function, "PPPiii")
-        fn.prepared_call(self.grid(M, N)[:2], self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K)
+    def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
+        """Enqueue the kernel on device buffers (no checks, no copies: for timing loops).
 
-    def __call__(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        ``extra_shared`` bytes of dynamic shared memory are requested and left unused: chapter 5
+        lowers occupancy with them on purpose (above 48 KiB per block in all, the function opts in first)."""
+        fn = _compile.load(self.source).prepared(self.function, "PPPiii")
+        if extra_shared + fn.shared_size_bytes > DEFAULT_SHARED_PER_BLOCK:
+            from pycuda.driver import function_attribute
+            fn.set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, extra_shared)
+        fn.prepared_call(self.grid(M, N)[:2], self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K,
+                         shared_size=extra_shared)
+
+    def check_extra_shared(self, extra_shared: int, spec: _device.DeviceSpec) -> None:
+        """Refuse unused dynamic shared memory that would not fit next to the kernel's own."""
+        if extra_shared < 0:
+            raise LaunchConfigError(f"extra_shared = {extra_shared} must be 0 or more bytes")
+        static = self.resources().shared_bytes
+        if static + extra_shared > spec.shared_per_block_optin:
+            raise LaunchConfigError(f"{self.name} uses {static:,} bytes of shared memory; with {extra_shared:,} more "
+                                    f"a block needs {static + extra_shared:,}, above this GPU's {spec.shared_per_block_optin:,}")
+
+    def __call__(self, A: np.ndarray, B: np.ndarray, extra_shared: int = 0) -> np.ndarray:
         drv = gpu.cuda()
-        M, N, K = self.check(A, B, _device.current(), _device.free_memory())
+        spec = _device.current()
+        M, N, K = self.check(A, B, spec, _device.free_memory())
+        if extra_shared:
+            self.check_extra_shared(extra_shared, spec)
         from pycuda import gpuarray
 
         a, b = gpuarray.to_gpu(A), gpuarray.to_gpu(B)
         c = gpuarray.empty((M, N), np.float32)
-        self.launch(a.gpudata, b.gpudata, c.gpudata, M, N, K)
+        self.launch(a.gpudata, b.gpudata, c.gpudata, M, N, K, extra_shared)
         drv.Context.synchronize()
         return c.get()
 
@@ -172,6 +192,14 @@ CANDIDATES: list[GemmKernel] = [
                "128x128 block tile, an 8x8 outer product per thread (2D register tiling)"),
 ]
 
+# Teaching variants (chapter 4): correct, but with the B tile laid out to show bank conflicts.
+VARIANTS: list[GemmKernel] = [
+    GemmKernel("banks_transposed", 4, "04_banks.cu", "gemm_banks_transposed_32", (32, 32, 1), (32, 32),
+               "the 32x32 tiled kernel with the B tile stored transposed: column reads, 32-way bank conflicts"),
+    GemmKernel("banks_padded", 4, "04_banks.cu", "gemm_banks_padded_32", (32, 32, 1), (32, 32),
+               "the transposed B tile with one column of padding ([32][33]): conflict-free again"),
+]
+
 # Wrong on purpose (chapter 3): the tiled kernel with an early return before its barriers.
 EARLY_RETURN = GemmKernel("early_return", 3, "03_early_return.cu", "gemm_tiled_early_return_32", (32, 32, 1), (32, 32),
                           "the 32x32 tiled kernel with an early return before __syncthreads(): wrong when 32 does not divide M or N")
@@ -183,6 +211,45 @@ def kernels() -> dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]:
     Needs no GPU to list; calling one compiles its file on first use.
     """
     return {k.name: k for k in sorted(GEMM_KERNELS, key=lambda k: k.chapter)}
+
+
+def every_kernel() -> dict[str, GemmKernel]:
+    """Every GEMM kernel the course compiles, by name: the course kernels, the chapter 4 variants,
+    the candidates not yet promoted and chapter 3's wrong one (for profilers and ``python -m gemmlab run``)."""
+    return {k.name: k for k in [*GEMM_KERNELS, *VARIANTS, *CANDIDATES, EARLY_RETURN]}
+
+
+def lookup(name: str) -> GemmKernel:
+    """The kernel called ``name`` in :func:`every_kernel`, or a KeyError listing the names."""
+    known = every_kernel()
+    if name not in known:
+        raise KeyError(f"no GEMM kernel named {name!r}; choose from {', '.join(known)}")
+    return known[name]
+
+
+# ---------------------------------------------------------------- chapter 4 probe
+
+BANKS = "04_banks.cu"
+
+
+def bank_probe(blocks: int, iters: int, with_global_loads: bool) -> np.ndarray:
+    """Run ``bank_probe`` once: ``blocks`` blocks of 1024 threads, ``iters`` rounds of one conflict-free
+    shared store and load per thread, with or without one global load per thread per round."""
+    drv = gpu.cuda()
+    spec = _device.current()
+    if blocks < 1 or iters < 1:
+        raise ValueError(f"blocks and iters must be at least 1, got {blocks} and {iters}")
+    check_grid((blocks, 1, 1), spec)
+    from pycuda import gpuarray
+
+    n = blocks * 1024 * (iters if with_global_loads else 1)
+    check_fits(4 * (n + blocks * 1024), _device.free_memory(), "bank_probe")
+    src = gpuarray.zeros(n, np.float32)
+    out = gpuarray.empty(blocks * 1024, np.float32)
+    _compile.load(BANKS).function("bank_probe")(out.gpudata, src.gpudata, np.int32(iters), np.int32(bool(with_global_loads)),
+                                                block=(1024, 1, 1), grid=(blocks, 1, 1))
+    drv.Context.synchronize()
+    return out.get()
 
 
 # ---------------------------------------------------------------- chapter 0 probes

@@ -220,36 +220,58 @@ BANK_BYTES = 4
 
 @dataclass(frozen=True)
 class BankAccess:
-    """What one warp-wide shared-memory instruction costs: the 32 banks serve one 4-byte word each
-    per cycle; lanes that read the *same* word share it (broadcast, or multicast to several lanes)."""
+    """What one warp-wide shared-memory instruction costs, in wavefronts (passes through the banks).
 
-    wavefronts: int                 # passes the hardware needs: the most distinct words in any bank
-    words_per_bank: tuple           # distinct words requested from each of the 32 banks
+    The 32 banks serve one 4-byte word each per pass; lanes that read the *same* word share it
+    (broadcast, or multicast to several lanes). The path back to the registers carries 128 bytes per
+    pass, so a wide access is served in groups of lanes that ask for 128 bytes: 16 lanes for 8-byte
+    and 8 lanes for 16-byte accesses, twice as many when neighbouring lanes read the same address
+    (lanes n and n^1, or n and n^2, equal for every lane). Each group needs as many passes as its
+    busiest bank has distinct words. The grouping rule is an NVIDIA engineer's answer on NVIDIA's
+    developer forum (chapter 4 cites it and checks the whole model against Nsight Compute).
+    """
 
-    @property
-    def conflict_degree(self) -> int:
-        """1 for a conflict-free access, n for an n-way bank conflict."""
-        return self.wavefronts
+    wavefronts: int                 # passes the instruction needs
+    words_per_bank: tuple           # distinct words requested from each of the 32 banks (whole warp)
+    ideal: int = 1                  # passes it would need without any bank conflict (one per group)
 
     @property
     def extra_wavefronts(self) -> int:
-        """Wavefronts beyond the one a conflict-free access needs (what a profiler calls conflicts)."""
-        return max(0, self.wavefronts - 1)
+        """The wavefronts beyond the ideal, which Nsight Compute reports as bank conflicts."""
+        return max(0, self.wavefronts - self.ideal)
 
 
-def bank_access(byte_addresses, word_bytes: int = 4) -> BankAccess:
-    """The bank model for the byte addresses of one warp's 4-byte shared-memory accesses (inactive
-    lanes left out). Word w = address // 4 lives in bank w % 32."""
-    if word_bytes != BANK_BYTES:
-        raise ValueError(f"the bank model covers 4-byte accesses (float, int), got {word_bytes}-byte words")
-    addrs = list(byte_addresses)
-    if len(addrs) > 32:
-        raise ValueError(f"a warp has 32 lanes, got {len(addrs)} addresses")
-    words = {a // BANK_BYTES for a in addrs}
+def _lanes_pair_up(addrs: list) -> bool:
+    """Lanes n and n^1 (or n and n^2) read the same address, for every lane present in both."""
+    def same(step):
+        return all(addrs[n] == addrs[n ^ step] for n in range(len(addrs)) if (n ^ step) < len(addrs))
+    return len(addrs) > 1 and (same(1) or same(2))
+
+
+def _words_per_bank(addrs, per_lane: int) -> list[int]:
+    words = {a // BANK_BYTES + i for a in addrs for i in range(per_lane)}
     per_bank = [0] * BANKS
     for w in words:
         per_bank[w % BANKS] += 1
-    return BankAccess(max(per_bank) if words else 0, tuple(per_bank))
+    return per_bank
+
+
+def bank_access(byte_addresses, access_bytes: int = 4) -> BankAccess:
+    """The bank model for one warp's shared-memory instruction: ``byte_addresses`` holds each lane's
+    address in lane order (at most 32), ``access_bytes`` what each lane reads (4 for a ``float``, 8 for a
+    ``float2``, 16 for a ``float4``; addresses aligned to it). Word w = address // 4 lives in bank w % 32."""
+    if access_bytes not in (4, 8, 16):
+        raise ValueError(f"the bank model covers 4-, 8- and 16-byte accesses, got {access_bytes}-byte ones")
+    addrs = list(byte_addresses)
+    if len(addrs) > 32:
+        raise ValueError(f"a warp has 32 lanes, got {len(addrs)} addresses")
+    if any(a % access_bytes for a in addrs):
+        raise ValueError(f"{access_bytes}-byte accesses must be {access_bytes}-byte aligned")
+    per_lane = access_bytes // BANK_BYTES
+    group = 32 // per_lane * (2 if per_lane > 1 and _lanes_pair_up(addrs) else 1)
+    groups = [addrs[i:i + group] for i in range(0, len(addrs), group)]
+    wavefronts = sum(max(_words_per_bank(g, per_lane)) for g in groups)
+    return BankAccess(wavefronts, tuple(_words_per_bank(addrs, per_lane)), len(groups))
 
 
 def array_addresses(rows, cols, row_stride: int, base: int = 0) -> list[int]:
@@ -258,10 +280,107 @@ def array_addresses(rows, cols, row_stride: int, base: int = 0) -> list[int]:
     return [base + 4 * (r * row_stride + c) for r, c in zip(rows, cols)]
 
 
+TILE_LAYOUTS = ("plain", "transposed", "padded")   # 02_tiled.cu, and the two B-tile layouts of 04_banks.cu
+
+
+@dataclass(frozen=True)
+class SharedInstruction:
+    """One shared-memory instruction of a tiled kernel's phase, as the compiler emits it."""
+
+    what: str                       # the source expression it implements
+    opcode: str                     # LDS (4 bytes per lane), LDS.128 (16 bytes), STS
+    per_phase: int                  # how often each warp executes it per tile phase (one k0 step)
+    access: BankAccess              # its cost for one warp
+
+    @property
+    def is_load(self) -> bool:
+        return self.opcode.startswith("LDS")
+
+
+def tiled_shared_instructions(T: int, layout: str = "plain") -> list[SharedInstruction]:
+    """The shared-memory instructions one warp executes per phase of the T×T tiled kernel, for the
+    B-tile ``layout`` (``plain``: ``Bs[k][tx]``; ``transposed``: stored ``Bs[tx][ty]``, read ``Bs[tx][k]``;
+    ``padded``: the same with rows of T + 1 floats).
+
+    The compiler unrolls the k loop and merges four consecutive ``As[ty][k]`` (and, in the
+    transposed layout, ``Bs[tx][k]``) into one 16-byte ``LDS.128``; with padding the rows are no longer
+    16-byte aligned, so ``Bs[tx][k]`` stays a 4-byte ``LDS``. Chapter 4 checks this against the SASS.
+    Lane l of warp 0 has tx = l % T, ty = l // T.
+    """
+    if layout not in TILE_LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(TILE_LAYOUTS)}, got {layout!r}")
+    if T not in (8, 16, 32):
+        raise ValueError(f"the tiled kernels use T = 8, 16 or 32, got {T}")
+    lanes = range(32)
+    tx = [l % T for l in lanes]
+    ty = [l // T for l in lanes]
+    k = 0                                                   # every k gives the same banks, shifted
+    row = T + (layout == "padded")                          # floats per row of Bs
+    bs = 4 * T * T                                          # Bs follows As in shared memory
+    a_read = SharedInstruction("As[ty][k..k+3]", "LDS.128", T // 4,
+                               bank_access(array_addresses(ty, [k] * 32, T), 16))
+    a_store = SharedInstruction("As[ty][tx] =", "STS", 1, bank_access(array_addresses(ty, tx, T)))
+    if layout == "plain":
+        b_read = SharedInstruction("Bs[k][tx]", "LDS", T, bank_access(array_addresses([k] * 32, tx, T, bs)))
+        b_store = SharedInstruction("Bs[ty][tx] =", "STS", 1, bank_access(array_addresses(ty, tx, T, bs)))
+    elif layout == "transposed":
+        b_read = SharedInstruction("Bs[tx][k..k+3]", "LDS.128", T // 4,
+                                   bank_access(array_addresses(tx, [k] * 32, row, bs), 16))
+        b_store = SharedInstruction("Bs[tx][ty] =", "STS", 1, bank_access(array_addresses(tx, ty, row, bs)))
+    else:
+        b_read = SharedInstruction("Bs[tx][k]", "LDS", T, bank_access(array_addresses(tx, [k] * 32, row, bs)))
+        b_store = SharedInstruction("Bs[tx][ty] =", "STS", 1, bank_access(array_addresses(tx, ty, row, bs)))
+    return [a_read, b_read, a_store, b_store]
+
+
+def tiled_warp_phases(M: int, N: int, K: int, T: int) -> int:
+    """Warp-phases of the T×T tiled kernel: blocks × phases (k0 steps) × warps per block."""
+    return ceil_div(M, T) * ceil_div(N, T) * ceil_div(K, T) * ceil_div(T * T, 32)
+
+
+@dataclass(frozen=True)
+class SharedTraffic:
+    """Shared-memory instructions and wavefronts of a whole launch, loads and stores apart."""
+
+    load_instructions: int
+    load_wavefronts: int
+    load_ideal: int
+    store_instructions: int
+    store_wavefronts: int
+    store_ideal: int
+
+    @property
+    def load_conflicts(self) -> int:
+        return self.load_wavefronts - self.load_ideal
+
+    @property
+    def store_conflicts(self) -> int:
+        return self.store_wavefronts - self.store_ideal
+
+
+def tiled_shared_traffic(M: int, N: int, K: int, T: int, layout: str = "plain") -> SharedTraffic:
+    """:func:`tiled_shared_instructions` summed over a launch at M×N×K (what Nsight Compute counts)."""
+    n = tiled_warp_phases(M, N, K, T)
+    ins = tiled_shared_instructions(T, layout)
+
+    def total(load: bool, f) -> int:
+        return n * sum(i.per_phase * f(i) for i in ins if i.is_load == load)
+
+    return SharedTraffic(total(True, lambda i: 1), total(True, lambda i: i.access.wavefronts), total(True, lambda i: i.access.ideal),
+                         total(False, lambda i: 1), total(False, lambda i: i.access.wavefronts), total(False, lambda i: i.access.ideal))
+
+
+def shared_bandwidth_ceiling(sms: int, clock_hz: float, wavefronts_per_warp_fma: float) -> float:
+    """FLOP/s that shared memory alone allows: each SM's banks deliver one wavefront per clock (32 banks
+    of 4 bytes), and a warp-wide FMA is 64 floating-point operations (32 lanes, multiply and add)."""
+    return sms * clock_hz / wavefronts_per_warp_fma * 64
+
+
 # ---------------------------------------------------------------- occupancy (chapter 5)
 
 REGISTER_ALLOCATION_UNIT = 256      # registers are given to a warp in chunks of 256 (8 per thread)
-SHARED_ALLOCATION_UNIT = 128        # bytes; a block's shared memory is rounded up to this
+SHARED_ALLOCATION_UNIT = 128        # bytes; a block's shared memory is rounded up to this (sm_80 and later)
+SUB_PARTITIONS = 4                  # an SM's register file is split among 4 schedulers (sm_70 and later)
 
 
 @dataclass(frozen=True)
@@ -287,11 +406,13 @@ def occupancy(spec, threads_per_block: int, registers_per_thread: int, shared_by
     """Active blocks and warps per SM for a kernel on a device (``spec``: a :class:`gemmlab.device.DeviceSpec`).
 
     Each resource allows some number of blocks: threads (max threads per SM), the hardware's block
-    slots, registers (allocated per warp in units of 256) and shared memory (the block's bytes plus
-    the per-block reservation of sm_80 and later, rounded up to 128 bytes, against the SM's
-    capacity). The smallest number wins. The allocation units are those of NVIDIA's occupancy
-    calculator for compute capability 7.5 to 9.0; chapter 5 compares the result with the driver's
-    ``cuOccupancyMaxActiveBlocksPerMultiprocessor``.
+    slots, registers and shared memory; the smallest number wins. Registers are allocated per warp
+    in units of 256 and live in one of the SM's four sub-partitions, so a sub-partition holds
+    ``(registers per SM / 4) // registers per warp`` warps. Shared memory is the block's bytes plus
+    the per-block reservation of sm_80 and later, rounded up to 128 bytes, against the SM's capacity
+    (the driver's default carveout gives a kernel all of it). These are the rules of the
+    ``include/cuda_occupancy.h`` header that ships with the CUDA toolkit; chapter 5 compares
+    the result with the driver's ``cuOccupancyMaxActiveBlocksPerMultiprocessor``.
     """
     if not 1 <= threads_per_block <= spec.max_threads_per_block:
         raise ValueError(f"threads_per_block = {threads_per_block} must be between 1 and {spec.max_threads_per_block}")
@@ -303,14 +424,16 @@ def occupancy(spec, threads_per_block: int, registers_per_thread: int, shared_by
     warps_per_block = ceil_div(threads_per_block, spec.warp_size)
     max_warps = spec.max_threads_per_sm // spec.warp_size
     regs_per_warp = ceil_div(max(registers_per_thread, 1) * spec.warp_size, REGISTER_ALLOCATION_UNIT) * REGISTER_ALLOCATION_UNIT
-    if regs_per_warp * warps_per_block > spec.registers_per_block:
+    # The hardware checks a block's registers as if its warps were spread over all four sub-partitions.
+    if regs_per_warp * ceil_div(warps_per_block, SUB_PARTITIONS) * SUB_PARTITIONS > spec.registers_per_block:
         raise ValueError(f"{threads_per_block} threads x {registers_per_thread} registers exceed the "
                          f"{spec.registers_per_block:,} registers a block may use")
+    warps_by_registers = (spec.registers_per_sm // SUB_PARTITIONS // regs_per_warp) * SUB_PARTITIONS
     smem = ceil_div(shared_bytes_per_block + spec.reserved_shared_per_block, SHARED_ALLOCATION_UNIT) * SHARED_ALLOCATION_UNIT
     limits = {
         "threads": max_warps // warps_per_block,
         "blocks": spec.max_blocks_per_sm,
-        "registers": (spec.registers_per_sm // regs_per_warp) // warps_per_block,
+        "registers": warps_by_registers // warps_per_block,
     }
     if smem:                        # a block that needs no shared memory is not limited by it
         limits["shared memory"] = spec.shared_per_sm // smem

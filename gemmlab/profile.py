@@ -1,7 +1,8 @@
 """Hardware counters from Nsight Compute, read in a child process.
 
-:func:`counters` runs ``ncu`` on ``python -m gemmlab run NAME MxNxK`` (one launch of one course
-kernel) and returns the metrics it measured. The profiled program is a separate process, so a
+:func:`counters` runs ``ncu`` on ``python -m gemmlab run NAME MxNxK`` (one launch of one GEMM
+kernel) and returns the metrics it measured; :func:`profile_program` does the same for any Python
+program and kernel name. The profiled program is a separate process, so a
 failure there (no ``ncu``, no permission to read the counters, a crash) cannot take the notebook's
 own CUDA context down: it comes back as :class:`ProfileUnavailable` with a one-sentence reason.
 """
@@ -26,6 +27,30 @@ TRAFFIC_METRICS = {
     "l2_read_sectors": "lts__t_sectors_srcunit_tex_op_read.sum",
     "l2_hit_sectors": "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
     "dram_read_bytes": "dram__bytes_read.sum",
+    "duration_ns": "gpu__time_duration.sum",
+}
+
+# Shared-memory instructions, wavefronts and what ncu calls bank conflicts (chapter 4).
+SHARED_METRICS = {
+    "load_instructions": "smsp__inst_executed_op_shared_ld.sum",
+    "load_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "load_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "store_instructions": "smsp__inst_executed_op_shared_st.sum",
+    "store_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "store_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "global_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "duration_ns": "gpu__time_duration.sum",
+}
+
+# Theoretical and achieved occupancy and the blocks each resource allows (chapter 5).
+OCCUPANCY_METRICS = {
+    "theoretical_pct": "sm__maximum_warps_per_active_cycle_pct",
+    "achieved_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "registers_per_thread": "launch__registers_per_thread",
+    "limit_registers": "launch__occupancy_limit_registers",
+    "limit_shared_memory": "launch__occupancy_limit_shared_mem",
+    "limit_warps": "launch__occupancy_limit_warps",
+    "limit_blocks": "launch__occupancy_limit_blocks",
     "duration_ns": "gpu__time_duration.sum",
 }
 
@@ -79,25 +104,16 @@ def parse_raw_csv(text: str, metrics: dict[str, str]) -> dict[str, float]:
     return out
 
 
-def counters(kernel: str, M: int, N: int, K: int, metrics: dict[str, str] | None = None,
-             timeout_s: int = 600) -> Counters:
-    """Profile one launch of course kernel ``kernel`` at ``M x N x K`` with Nsight Compute.
-
-    Caches are flushed before each replay pass (ncu's default), so the counts are those of a
-    launch that starts cold. Clocks are left alone (``--clock-control none``).
-    """
-    metrics = metrics or TRAFFIC_METRICS
+def profile_program(args: list[str], function: str, metrics: dict[str, str], timeout_s: int = 600) -> dict[str, float]:
+    """Run ``python args...`` under Nsight Compute and return ``metrics`` of the first launch of
+    kernel ``function``. Caches are flushed before each replay pass (ncu's default), so the counts are
+    those of a launch that starts cold; clocks are left alone (``--clock-control none``)."""
     reason = unavailable_reason()
     if reason:
         raise ProfileUnavailable(reason)
-    from .launch import kernels
-
-    if kernel not in kernels():
-        raise KeyError(f"no course kernel named {kernel!r}; choose from {', '.join(kernels())}")
-    function = kernels()[kernel].function
     cmd = [find_ncu(), "--clock-control", "none", "--metrics", ",".join(metrics.values()),
            "--kernel-name", function, "--launch-count", "1", "--page", "raw", "--csv", "--print-units", "base",
-           sys.executable, "-m", "gemmlab", "run", kernel, f"{M}x{N}x{K}"]
+           sys.executable, *args]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(provenance.ROOT), os.environ.get("PYTHONPATH", "")]))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
@@ -110,7 +126,19 @@ def counters(kernel: str, M: int, N: int, K: int, metrics: dict[str, str] | None
     if proc.returncode != 0:
         last = next((l for l in reversed(out.splitlines()) if l.strip()), "no output")
         raise ProfileUnavailable(f"Nsight Compute failed (exit {proc.returncode}): {last.strip()[:200]}")
-    return Counters(kernel, M, N, K, parse_raw_csv(proc.stdout, metrics))
+    return parse_raw_csv(proc.stdout, metrics)
+
+
+def counters(kernel: str, M: int, N: int, K: int, metrics: dict[str, str] | None = None,
+             timeout_s: int = 600, extra_shared: int = 0) -> Counters:
+    """Profile one launch of kernel ``kernel`` (a name from :func:`gemmlab.launch.every_kernel`) at
+    ``M x N x K`` with Nsight Compute, optionally with ``extra_shared`` unused bytes of dynamic shared
+    memory per block (through ``python -m gemmlab run``, see :func:`profile_program`)."""
+    from .launch import lookup
+
+    function = lookup(kernel).function
+    args = ["-m", "gemmlab", "run", kernel, f"{M}x{N}x{K}", "--extra-shared", str(extra_shared)]
+    return Counters(kernel, M, N, K, profile_program(args, function, metrics or TRAFFIC_METRICS, timeout_s))
 
 
 def traffic_rows(c: Counters) -> list[tuple[str, str, str]]:
@@ -131,9 +159,23 @@ def traffic_rows(c: Counters) -> list[tuple[str, str, str]]:
     ]
 
 
-def comparison(cs: list[Counters]) -> tuple[list[str], list[tuple]]:
-    """Several profiled launches side by side: headers and rows of (quantity, model | measured per launch)."""
+def shared_rows(c: Counters, model: models.SharedTraffic) -> list[tuple[str, str, str]]:
+    """The shared-memory model (:func:`gemmlab.models.tiled_shared_traffic`) next to the counters of one launch."""
+    return [
+        ("shared load instructions", f"{model.load_instructions:,}", f"{c['load_instructions']:,.0f}"),
+        ("shared load wavefronts", f"{model.load_wavefronts:,}", f"{c['load_wavefronts']:,.0f}"),
+        ("load bank conflicts", f"{model.load_conflicts:,}", f"{c['load_conflicts']:,.0f}"),
+        ("shared store instructions", f"{model.store_instructions:,}", f"{c['store_instructions']:,.0f}"),
+        ("shared store wavefronts", f"{model.store_wavefronts:,}", f"{c['store_wavefronts']:,.0f}"),
+        ("store bank conflicts", f"{model.store_conflicts:,}", f"{c['store_conflicts']:,.0f}"),
+        ("kernel time under the profiler", "-", f"{c['duration_ns'] / 1e6:.3f} ms"),
+    ]
+
+
+def comparison(cs: list[Counters], rows=traffic_rows) -> tuple[list[str], list[tuple]]:
+    """Several profiled launches side by side: headers and rows of (quantity, model | measured per launch).
+    ``rows(counters)`` gives one launch's (quantity, model, measured) rows."""
     headers = ["quantity"] + [f"{c.kernel} {h}" for c in cs for h in ("model", "measured")]
-    per = [traffic_rows(c) for c in cs]
+    per = [rows(c) for c in cs]
     rows = [tuple([per[0][i][0]] + [x for p in per for x in p[i][1:]]) for i in range(len(per[0]))]
     return headers, rows

@@ -34,9 +34,28 @@ def test_column_reads_conflict_and_padding_fixes_them():
     assert models.bank_access(column).extra_wavefronts == 31
 
 
+def test_wide_accesses_are_served_in_groups_of_128_bytes():
+    """A float4 per lane: groups of 8 lanes (16 when lanes pair up), each as many passes as its busiest bank."""
+    consecutive = models.bank_access([16 * lane for lane in LANES], access_bytes=16)
+    assert (consecutive.wavefronts, consecutive.ideal, consecutive.extra_wavefronts) == (4, 4, 0)
+    broadcast = models.bank_access([256] * 32, access_bytes=16)       # As[ty][k..k+3] in the tiled kernel
+    assert (broadcast.wavefronts, broadcast.extra_wavefronts) == (2, 0)
+    quads = models.bank_access([16 * (lane % 4) for lane in LANES], access_bytes=16)   # lanes n, n^1 differ
+    assert (quads.wavefronts, quads.extra_wavefronts) == (4, 0)
+    column = models.bank_access([128 * lane for lane in LANES], access_bytes=16)       # Bs[tx][k..k+3], 32x32
+    assert (column.wavefronts, column.extra_wavefronts) == (32, 28)
+    strided = models.bank_access([32 * (lane % 16) for lane in LANES], access_bytes=16)  # 8 lanes 32 bytes apart
+    assert (strided.wavefronts, strided.extra_wavefronts) == (8, 4)
+    two_rows = models.bank_access([0] * 16 + [256] * 16, access_bytes=16)           # two rows 64 words apart
+    assert (two_rows.wavefronts, two_rows.extra_wavefronts) == (2, 0)
+    assert models.bank_access([8 * lane for lane in LANES], access_bytes=8).wavefronts == 2
+
+
 def test_bank_model_limits():
-    with pytest.raises(ValueError, match="4-byte accesses"):
-        models.bank_access([0], word_bytes=8)
+    with pytest.raises(ValueError, match="4-, 8- and 16-byte"):
+        models.bank_access([0], access_bytes=12)
+    with pytest.raises(ValueError, match="aligned"):
+        models.bank_access([4], access_bytes=16)
     with pytest.raises(ValueError, match="32 lanes"):
         models.bank_access(range(0, 4 * 33, 4))
 
@@ -52,6 +71,7 @@ def test_bank_model_limits():
     (device.H200, 32, 16, 0, 32, {"blocks"}),
     (device.T4, 32, 16, 0, 16, {"blocks"}),
     (device.H200, 128, 40, 0, 12, {"registers"}),                   # 40 -> 40 regs/thread, 1280 per warp
+    (device.H200, 96, 40, 0, 16, {"registers"}),                    # 12 warps per sub-partition, not 65536 // 1280 = 51
 ])
 def test_occupancy_on_published_cases(spec, threads, regs, smem, blocks, binding):
     o = models.occupancy(spec, threads, regs, smem)
@@ -69,3 +89,55 @@ def test_occupancy_fraction_and_errors():
         models.occupancy(device.T4, 128, 32, 65 * 1024)
     with pytest.raises(ValueError, match="registers a block may use"):
         models.occupancy(device.T4, 1024, 255)
+
+
+def test_opcode_counts_reads_sass_listings():
+    from gemmlab.compile import opcode_counts
+
+    sass = """
+        /*0290*/                   LDS.U.128 R8, [R5] ;                 /* 0x0000000005087984 */
+        /*02a0*/                   LDS.U R12, [R41+0x4] ;               /* 0x00000000290c7984 */
+        /*02b0*/               @P0 STS [R3], R2 ;                       /* 0x0000000203007388 */
+        /*02c0*/                   LDS R26, [R5] ;                      /* 0x00000000051a7984 */
+        /*02d0*/                   FFMA R1, R2, R3, R1 ;                /* 0x0000000302017223 */
+        /*02e0*/                   LDSM.16.M88.4 R4, [R6] ;             /* 0x000000000604783b */
+    """
+    assert opcode_counts(sass) == {"LDS": 2, "LDS.128": 1, "LDSM.16.M88.4": 1, "STS": 1}
+    assert opcode_counts(sass, ("FFMA",)) == {"FFMA": 1}
+
+
+def test_tiled_kernels_shared_traffic():
+    """Per warp and phase: T/4 broadcast LDS.128 (2 wavefronts) and T conflict-free LDS in every plain
+    kernel, so 1.2 wavefronts per load instruction whatever T; the transposed B tile costs 32 per LDS.128."""
+    for T in (8, 16, 32):
+        t = models.tiled_shared_traffic(1024, 1024, 1024, T)
+        assert t.load_instructions == 1024**3 // 32 * 5 // 4    # (T/4 + T) per warp-phase = 1.25 per FMA of a warp
+        assert t.load_wavefronts * 5 == t.load_instructions * 6 and t.load_conflicts == 0 and t.store_conflicts == 0
+        assert t.store_instructions == 2 * models.tiled_warp_phases(1024, 1024, 1024, T)
+    bad = models.tiled_shared_traffic(1024, 1024, 1024, 32, "transposed")
+    assert bad.load_wavefronts == models.tiled_warp_phases(1024, 1024, 1024, 32) * (8 * 2 + 8 * 32)
+    assert bad.store_conflicts == models.tiled_warp_phases(1024, 1024, 1024, 32) * 31
+    padded = models.tiled_shared_traffic(1000, 1000, 1000, 32, "padded")
+    assert padded == models.tiled_shared_traffic(1000, 1000, 1000, 32, "plain")
+    with pytest.raises(ValueError, match="layout"):
+        models.tiled_shared_instructions(32, "diagonal")
+    with pytest.raises(ValueError, match="T = 8, 16 or 32"):
+        models.tiled_shared_instructions(64)
+
+
+def test_parse_ptxas_report():
+    from gemmlab.compile import parse_ptxas
+
+    report = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'gemm_regtile_2d' for 'sm_90'
+ptxas info    : Function properties for gemm_regtile_2d
+    0 bytes stack frame, 800 bytes spill stores, 672 bytes spill loads
+ptxas info    : Used 80 registers, used 1 barriers, 8192 bytes smem, 388 bytes cmem[0]
+ptxas info    : Compiling entry function 'hello' for 'sm_90'
+ptxas info    : Function properties for hello
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 12 registers, used 0 barriers
+"""
+    a, b = parse_ptxas(report)
+    assert (a.function, a.registers, a.spill_store_bytes, a.spill_load_bytes, a.shared_bytes) == ("gemm_regtile_2d", 80, 800, 672, 8192)
+    assert (b.function, b.registers, b.spill_store_bytes, b.shared_bytes) == ("hello", 12, 0, 0)

@@ -1,0 +1,124 @@
+"""The CUDA driver's own occupancy answer, for what PyCUDA does not expose.
+
+Chapter 5 checks :func:`gemmlab.models.occupancy` against
+``cuOccupancyMaxActiveBlocksPerMultiprocessor``. PyCUDA has no binding for it, so this module
+calls ``libcuda`` through ``ctypes``: it loads the same cubin that :func:`gemmlab.compile.load`
+built into the current (PyCUDA) context and asks the driver about one of its functions.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from dataclasses import dataclass
+
+from . import compile as _compile
+from . import gpu
+from .launch import DEFAULT_SHARED_PER_BLOCK
+
+# CUfunction_attribute values from cuda.h
+_ATTR_MAX_DYNAMIC_SHARED = 8
+
+
+class DriverError(RuntimeError):
+    """A CUDA driver call failed; the message names the call and the driver's error."""
+
+
+@functools.cache
+def _libcuda():
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    raise gpu.GPUUnavailable("the CUDA driver library (libcuda) was not found on this machine.")
+
+
+def _call(fn_name: str, *args) -> None:
+    lib = _libcuda()
+    status = getattr(lib, fn_name)(*args)
+    if status != 0:
+        text = ctypes.c_char_p()
+        lib.cuGetErrorString(status, ctypes.byref(text))
+        raise DriverError(f"{fn_name} failed: {(text.value or b'error %d' % status).decode()}")
+
+
+_functions: dict[tuple[int, str], ctypes.c_void_p] = {}
+
+
+def _function(compiled: _compile.CompiledFile, name: str) -> ctypes.c_void_p:
+    """The CUfunction ``name`` of ``compiled``'s cubin, loaded once per file version."""
+    key = (id(compiled), name)
+    if key not in _functions:
+        compiled.function(name)     # a clear KeyError for a name the file does not have
+        module = ctypes.c_void_p()
+        _call("cuModuleLoadData", ctypes.byref(module), ctypes.c_char_p(compiled.cubin))
+        fn = ctypes.c_void_p()
+        _call("cuModuleGetFunction", ctypes.byref(fn), module, name.encode())
+        _functions[key] = fn
+    return _functions[key]
+
+
+def max_active_blocks(source: str, function: str, threads_per_block: int, dynamic_shared_bytes: int = 0) -> int:
+    """Blocks of ``function`` (in kernel file ``source``) that the driver says fit on one SM at once,
+    for blocks of ``threads_per_block`` threads with ``dynamic_shared_bytes`` of dynamic shared memory."""
+    gpu.cuda()
+    compiled = _compile.load(source, quiet=True)
+    fn = _function(compiled, function)
+    if dynamic_shared_bytes + compiled.resources(function).shared_bytes > DEFAULT_SHARED_PER_BLOCK:
+        # above 48 KiB per block a kernel must opt in, as gemmlab.launch does before such a launch
+        _call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(dynamic_shared_bytes))
+    blocks = ctypes.c_int()
+    _call("cuOccupancyMaxActiveBlocksPerMultiprocessor", ctypes.byref(blocks), fn,
+          ctypes.c_int(threads_per_block), ctypes.c_size_t(dynamic_shared_bytes))
+    return blocks.value
+
+
+@dataclass(frozen=True)
+class OccupancyCase:
+    """One configuration, with the calculator's and the driver's blocks per SM."""
+
+    source: str
+    function: str
+    registers: int
+    static_shared: int
+    threads: int
+    dynamic_shared: int
+    model: int                      # gemmlab.models.occupancy (0 where it says the block cannot run)
+    driver: int                     # cuOccupancyMaxActiveBlocksPerMultiprocessor
+    binding: tuple
+
+    @property
+    def agree(self) -> bool:
+        return self.model == self.driver
+
+
+def compare(source: str, function: str, threads: int, dynamic_shared: int = 0) -> OccupancyCase:
+    """The calculator and the driver on one kernel and launch configuration."""
+    from . import device, models
+
+    res = _compile.load(source, quiet=True).resources(function)
+    try:
+        occ = models.occupancy(device.current(), threads, res.registers, res.shared_bytes + dynamic_shared)
+        model, binding = occ.blocks_per_sm, tuple(occ.binding)
+    except ValueError:              # more registers or shared memory than one block may have
+        model, binding = 0, ("does not fit",)
+    return OccupancyCase(source, function, res.registers, res.shared_bytes, threads, dynamic_shared, model,
+                         max_active_blocks(source, function, threads, dynamic_shared), binding)
+
+
+def sweep(functions, threads=(32, 64, 96, 128, 192, 256, 384, 512, 640, 768, 1024),
+          dynamic_shared=(0, 1000, 4096, 12288, 24576, 40000, 49152, 65536, 100000, 150000, 200000)) -> list[OccupancyCase]:
+    """:func:`compare` over every ``(source, function)`` × block size × dynamic shared memory that the
+    function and the device allow (block sizes up to the function's maximum, shared memory up to the opt-in limit)."""
+    from . import device
+
+    spec = device.current()
+    cases = []
+    for source, function in functions:
+        res = _compile.load(source, quiet=True).resources(function)
+        for t in threads:
+            for d in dynamic_shared:
+                if t <= res.max_threads_per_block and res.shared_bytes + d <= spec.shared_per_block_optin:
+                    cases.append(compare(source, function, t, d))
+    return cases
