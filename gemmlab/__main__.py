@@ -36,8 +36,8 @@ def main(argv=None) -> int:
     r.add_argument("--extra-shared", type=int, default=0, help="unused dynamic shared memory per block, in bytes")
     args = parser.parse_args(argv)
 
-    from .launch import every_kernel, kernels
-    known = every_kernel() if args.command == "run" else kernels()
+    from .launch import IN_PROGRESS, every_kernel, kernels
+    known = {**every_kernel(), **{k.name: k for k in IN_PROGRESS}} if args.command == "run" else kernels()
     asked = [args.kernel] if args.command == "run" else (args.kernels or []) if args.command == "bench" else []
     unknown = [k for k in asked if k not in known]
     if unknown:                     # a typo is answered before anything looks for a GPU
