@@ -370,6 +370,23 @@ def tiled_shared_traffic(M: int, N: int, K: int, T: int, layout: str = "plain") 
                          total(False, lambda i: 1), total(False, lambda i: i.access.wavefronts), total(False, lambda i: i.access.ideal))
 
 
+@dataclass(frozen=True)
+class TileIntensity:
+    """FLOP per byte moved at the two levels of a tiled kernel (chapter 6)."""
+
+    global_to_shared: float         # per byte loaded from global memory into the shared tiles
+    shared_to_registers: float      # per byte read from shared memory into registers
+
+
+def tile_intensity(BM: int, BN: int, TM: int = 1, TN: int = 1) -> TileIntensity:
+    """A block that computes a BM×BN tile of C loads BM + BN floats per k for 2·BM·BN FLOP; a thread that
+    computes TM×TN outputs reads TM + TN floats from shared memory per k for 2·TM·TN FLOP (large sizes,
+    no padding). The tiled kernel of chapter 2 is BM = BN = T, TM = TN = 1."""
+    if min(BM, BN, TM, TN) < 1:
+        raise ValueError(f"tile sizes must be positive, got BM={BM}, BN={BN}, TM={TM}, TN={TN}")
+    return TileIntensity(2 * BM * BN / (FLOAT_BYTES * (BM + BN)), 2 * TM * TN / (FLOAT_BYTES * (TM + TN)))
+
+
 def shared_bandwidth_ceiling(sms: int, clock_hz: float, wavefronts_per_warp_fma: float) -> float:
     """FLOP/s that shared memory alone allows: each SM's banks deliver one wavefront per clock (32 banks
     of 4 bytes), and a warp-wide FMA is 64 floating-point operations (32 lanes, multiply and add)."""

@@ -163,3 +163,16 @@ def test_early_return_prediction_matches_an_emulation(M, N, K, T):
 def test_early_return_at_1000_and_1024():
     assert models.early_return_affected(1000, 1000, 32).sum() == 15_936
     assert models.early_return_affected(1024, 1024, 32).sum() == 0
+
+
+def test_tile_intensity_at_both_levels():
+    from gemmlab import models
+
+    tiled = models.tile_intensity(32, 32)
+    assert tiled.global_to_shared == models.tiled_intensity(32) == 8 and tiled.shared_to_registers == 0.25
+    one_d = models.tile_intensity(64, 64, 8, 1)
+    assert one_d.global_to_shared == 16 and one_d.shared_to_registers == 16 / 36
+    two_d = models.tile_intensity(128, 128, 8, 8)
+    assert (two_d.global_to_shared, two_d.shared_to_registers) == (32, 2)
+    with pytest.raises(ValueError, match="positive"):
+        models.tile_intensity(0, 32)
