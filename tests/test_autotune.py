@@ -1,11 +1,27 @@
-"""The fast kernel's configurations: read from the template arguments of its entry points; bad ones
-refused with a message that says why."""
+"""The fast kernel's search space: read from kernels/07_fast.cu, every entry valid, bad ones refused
+with a message that says why."""
+
+import re
 
 import pytest
 
 from gemmlab import autotune
+from gemmlab.provenance import KERNELS_DIR
 
 FastConfig = autotune.FastConfig
+
+
+def test_search_space_is_every_entry_point_of_the_file():
+    text = (KERNELS_DIR / autotune.SOURCE).read_text()
+    entries = set(re.findall(r"__global__\s+void\s+__launch_bounds__\([^)]*\)\s+(gemm_fast_\w+)\s*\(", text))
+    configs = autotune.search_space()
+    assert {c.function for c in configs} == entries and len(configs) == len(entries) >= 4
+
+
+@pytest.mark.parametrize("config", autotune.search_space(), ids=lambda c: c.function)
+def test_every_compiled_configuration_is_valid(config):
+    assert config.validate() is config
+    assert config.shared_bytes <= 48 * 1024 and config.THREADS == config.warps * 32
 
 
 @pytest.mark.parametrize("kwargs,message", [

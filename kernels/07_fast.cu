@@ -1,0 +1,358 @@
+// C = A·B (row-major, float32), fast: the SIMT recipe that brings a hand-written SGEMM to cuBLAS level.
+// Changed from 06_register_tiling: float4 global loads prefetched into registers one K-tile ahead, A
+// stored transposed and both tiles double buffered in shared memory (one barrier per K-tile), warp
+// tiling with float4 fragment reads double buffered in registers, and a block swizzle for L2 reuse.
+// Edges: float4 loads and stores only where they are legal (K % 4 == 0 for A, N % 4 == 0 for B and
+// C, 16-byte aligned pointers, all four elements in range); elsewhere scalar accesses, guarded with
+// zero padding at the matrix edges, so any size works. K-tiles that lie wholly inside A and B run a
+// copy of the loop with no checks at all.
+//
+// Layout of the work. A block computes a BM×BN tile of C; its warps each own a WM×WN warp tile; a
+// thread owns TM×TN elements, as (TM/4)×(TN/4) sub-blocks of 4×4 spaced 4·(lanes across) apart, so
+// that every fragment read from shared memory is one float4 and the lanes of a warp read a few
+// contiguous float4 (broadcasts, no bank conflicts), and every store of C is a float4 that lines up
+// with its neighbours' into whole 128-byte rows.
+
+namespace fast {
+
+// 16 bytes through the read-only data path.
+__device__ __forceinline__ float4 ldg4(const float* p)
+{
+    return __ldg(reinterpret_cast<const float4*>(p));
+}
+
+__device__ __forceinline__ bool aligned16(const void* p)
+{
+    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
+}
+
+// An int the compiler must recompute where it is used: keeps it from turning tile + offset into one
+// 64-bit pointer per load held across the loop (two registers each, which we do not have to spare).
+__device__ __forceinline__ int opaque(int x)
+{
+    asm volatile("" : "+r"(x));
+    return x;
+}
+
+// A compile-time flag for the two versions of the K-tile loop.
+template <bool B>
+struct Flag {
+    static constexpr bool value = B;
+};
+
+// threadIdx.x read afresh: lets the epilogue recompute its indices instead of holding them in
+// registers through the main loop.
+__device__ __forceinline__ int fresh_tid()
+{
+    int t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    return t;
+}
+
+// Loads float4 number first..last-1 of this thread's share of a tile of A or B. The tile starts at
+// `tile` and has `ld` floats per row; thread t's float4 i holds row t/Q + i*RS, columns 4*(t%Q)..+3,
+// and lies at tile[off + i*RS*ld]. `rows` and `cols` are what is left of the matrix from the tile's
+// corner: outside them, zeros. vec: float4 loads are legal (ld % 4 == 0 and 16-byte aligned rows;
+// then col < cols means col + 3 < cols). full (the same for the whole block: every element of the
+// tile in range): no checks, one float4 load if vec, else four scalar loads. Otherwise each float4
+// is checked: one float4 load where legal and in range, else four guarded scalar loads; this slow
+// path recomputes its indices so that the main loop holds none for it. In-tile offsets are below
+// (tile rows)*ld, so int holds them while BM*K and BK*N stay below 2^31 (K and N below 8 million);
+// the tile's own offset in the matrix is size_t.
+template <int RS, int Q, int N4>
+__device__ __forceinline__ void load_tile(float4 (&r)[N4], int first, int last, const float* __restrict__ tile,
+                                          int off, int ld, int rows, int cols, bool vec, bool full)
+{
+    if (full && vec) {
+#pragma unroll
+        for (int i = first; i < last; ++i)
+            r[i] = ldg4(tile + opaque(off + i * RS * ld));
+        return;
+    }
+    if (full) {
+#pragma unroll
+        for (int i = first; i < last; ++i) {
+            const float* p = tile + opaque(off + i * RS * ld);
+            r[i] = make_float4(__ldg(p + 0), __ldg(p + 1), __ldg(p + 2), __ldg(p + 3));
+        }
+        return;
+    }
+    const int t = fresh_tid(), row = t / Q, col = (t % Q) * 4;
+#pragma unroll
+    for (int i = first; i < last; ++i) {
+        const float* p = tile + ((row + i * RS) * ld + col);
+        const bool in = row + i * RS < rows;
+        if (vec && in && col < cols) {
+            r[i] = ldg4(p);
+        } else {
+            r[i].x = (in && col + 0 < cols) ? __ldg(p + 0) : 0.0f;
+            r[i].y = (in && col + 1 < cols) ? __ldg(p + 1) : 0.0f;
+            r[i].z = (in && col + 2 < cols) ? __ldg(p + 2) : 0.0f;
+            r[i].w = (in && col + 3 < cols) ? __ldg(p + 3) : 0.0f;
+        }
+    }
+}
+
+// Stores [first, last) of the float4 of A into a stage of As, transposed: four scalar stores each.
+template <int RS, int N4, int LD>
+__device__ __forceinline__ void store_a(float (*As)[LD], const float4 (&r)[N4], int first, int last, int row, int k)
+{
+#pragma unroll
+    for (int i = first; i < last; ++i) {
+        As[k + 0][row + i * RS] = r[i].x;
+        As[k + 1][row + i * RS] = r[i].y;
+        As[k + 2][row + i * RS] = r[i].z;
+        As[k + 3][row + i * RS] = r[i].w;
+    }
+}
+
+// Stores [first, last) of the float4 of B into a stage of Bs, as they are: one float4 store each.
+template <int RS, int N4, int LD>
+__device__ __forceinline__ void store_b(float (*Bs)[LD], const float4 (&r)[N4], int first, int last, int k, int col)
+{
+#pragma unroll
+    for (int i = first; i < last; ++i)
+        *reinterpret_cast<float4*>(&Bs[k + i * RS][col]) = r[i];
+}
+
+// BM, BN, BK: block tile and K-step. WM, WN: warp tile. TM, TN: thread tile (multiples of 4).
+// THREADS: threads per block, one warp per warp tile. The next K-tile's global loads are split into
+// PHASES groups (fewer registers in flight); each group is issued at the first k-step of its phase
+// (BK/PHASES steps) and stored to shared memory STORE steps later, hiding the load's latency behind
+// STORE steps of FMAs. GROUP: block rows per swizzle group.
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int THREADS, int PHASES, int STORE, int GROUP>
+__device__ __forceinline__ void gemm(const float* __restrict__ A, const float* __restrict__ B,
+                                     float* __restrict__ C, int M, int N, int K)
+{
+    constexpr int WARPS_N = BN / WN;
+    constexpr int LANES_M = WM / TM, LANES_N = WN / TN;   // how a warp's 32 lanes tile its warp tile
+    constexpr int SUB_M = TM / 4, SUB_N = TN / 4;         // 4x4 sub-blocks per thread
+    constexpr int A_KQ = BK / 4, B_NQ = BN / 4;           // float4 per row of the A tile, of the B tile
+    constexpr int A_ALL = BM * BK / 4, B_ALL = BK * BN / 4; // float4 per tile of A, of B
+    constexpr int A_F4 = (A_ALL + THREADS - 1) / THREADS;  // float4 loads per thread per K-tile
+    constexpr int B_F4 = (B_ALL + THREADS - 1) / THREADS;
+    constexpr int A_RS = THREADS / A_KQ, B_RS = THREADS / B_NQ;  // rows between a thread's float4
+    constexpr int A_PH = A_F4 / PHASES, B_PH = B_F4 / PHASES;    // float4 per phase
+    constexpr int STEPS = BK / PHASES;                    // k-steps per phase
+    constexpr int LDA = BM + 4;                           // As rows of BM+4: the transposing stores of
+                                                          // two k-quads land 16 banks apart
+    static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tile TM x TN must be made of 4x4 sub-blocks (float4 fragments)");
+    static_assert(BM % WM == 0 && BN % WN == 0, "warp tile WM x WN must divide the block tile BM x BN");
+    static_assert(WM % TM == 0 && WN % TN == 0 && LANES_M * LANES_N == 32,
+                  "a warp tile must hold exactly 32 thread tiles: WM*WN == 32*TM*TN");
+    static_assert(LANES_M % 2 == 0, "the lane layout pairs lanes along M: WM/TM must be even");
+    static_assert(THREADS == (BM / WM) * (BN / WN) * 32, "THREADS must be one warp per warp tile");
+    static_assert(BK % 4 == 0, "BK must be a multiple of 4 (float4 loads of A along k)");
+    static_assert((A_ALL % THREADS == 0 || THREADS % A_ALL == 0) && THREADS % A_KQ == 0,
+                  "the BM x BK tile of A must split into whole float4 loads per thread (or fewer float4 than threads)");
+    static_assert((B_ALL % THREADS == 0 || THREADS % B_ALL == 0) && THREADS % B_NQ == 0,
+                  "the BK x BN tile of B must split into whole float4 loads per thread (or fewer float4 than threads)");
+    static_assert(A_F4 % PHASES == 0 && B_F4 % PHASES == 0 && BK % PHASES == 0,
+                  "PHASES must divide BK and each thread's float4 loads of A and of B");
+    static_assert(0 <= STORE && STORE < BK / PHASES, "STORE must be a k-step within a phase");
+    static_assert(2 * BK * (LDA + BN) * 4 <= 48 * 1024, "two stages of A and B must fit 48 KB of static shared memory");
+
+    __shared__ __align__(16) float As[2][BK][LDA];        // A tile transposed: As[k][m]
+    __shared__ __align__(16) float Bs[2][BK][BN];         // B tile as is:      Bs[k][n]
+
+    // Swizzle: walk GROUP block rows column by column, so blocks running together share rows of A and
+    // columns of B in L2. A bijection of the grid (ceil(N/BN), ceil(M/BM)) onto itself.
+    const int pid = blockIdx.y * gridDim.x + blockIdx.x;
+    const int per_group = GROUP * gridDim.x;
+    const int first = (pid / per_group) * GROUP;
+    const int rows = min((int)gridDim.y - first, GROUP);
+    const int row0 = (first + (pid % per_group) % rows) * BM;
+    const int col0 = ((pid % per_group) / rows) * BN;
+
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    // Lanes in a (LANES_M x LANES_N) grid; each quarter warp covers 2 x 4 lanes, so its float4 reads hit
+    // few addresses. A thread's sub-blocks sit LANES_M*4 rows and LANES_N*4 columns apart.
+    const int lm = (lane / (2 * LANES_N)) * 2 + lane % 2;
+    const int ln = (lane / 2) % LANES_N;
+    const int frag_m = (warp / WARPS_N) * WM + lm * 4;    // column of As this thread reads
+    const int frag_n = (warp % WARPS_N) * WN + ln * 4;    // column of Bs this thread reads
+
+    // Global loads: A rows a_row + i*A_RS, columns a_k..a_k+3 of the tile; B rows b_k + i*B_RS,
+    // columns b_n..b_n+3. Where a tile has fewer float4 than the block has threads, the rest sit out.
+    const int a_row = tid / A_KQ, a_k = (tid % A_KQ) * 4;
+    const int b_k = tid / B_NQ, b_n = (tid % B_NQ) * 4;
+    const bool a_on = A_ALL >= THREADS || tid < A_ALL;
+    const bool b_on = B_ALL >= THREADS || tid < B_ALL;
+    const bool vecA = K % 4 == 0 && aligned16(A);         // uniform over the block
+    const bool vecB = N % 4 == 0 && aligned16(B);
+    const int a_off = a_row * K + a_k, b_off = b_k * N + b_n;
+    const float* A_blk = A + (size_t)row0 * K;            // the block's rows of A
+    const float* B_blk = B + col0;                        // the block's columns of B
+    const bool blkA = row0 + BM <= M;                     // the block's tiles lie inside A and B,
+    const bool blkB = col0 + BN <= N;                     // but for the last K-tile
+
+    float4 ra[A_F4], rb[B_F4];                            // the next K-tile, in flight
+    float4 fa[2][SUB_M], fb[2][SUB_N];                    // fragments for step k and k+1
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+            acc[i][j] = 0.0f;
+
+    // Tile 0 into stage 0.
+    if (a_on) {
+        load_tile<A_RS, A_KQ>(ra, 0, A_F4, A_blk, a_off, K, M - row0, K, vecA, blkA && BK <= K);
+        store_a<A_RS>(As[0], ra, 0, A_F4, a_row, a_k);
+    }
+    if (b_on) {
+        load_tile<B_RS, B_NQ>(rb, 0, B_F4, B_blk, b_off, N, K, N - col0, vecB, blkB && BK <= K);
+        store_b<B_RS>(Bs[0], rb, 0, B_F4, b_k, b_n);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int s = 0; s < SUB_M; ++s)
+        fa[0][s] = *reinterpret_cast<const float4*>(&As[0][0][frag_m + s * LANES_M * 4]);
+#pragma unroll
+    for (int s = 0; s < SUB_N; ++s)
+        fb[0][s] = *reinterpret_cast<const float4*>(&Bs[0][0][frag_n + s * LANES_N * 4]);
+
+    const int tiles = (K + BK - 1) / BK;
+    int buf = 0;
+    for (int t = 0; t < tiles; ++t) {
+        const int k0 = (t + 1) * BK;                      // first column of A (row of B) of the next tile
+        const bool more = t + 1 < tiles;                  // uniform: every thread takes the same branches
+        const bool fastA = blkA && k0 + BK <= K, fastB = blkB && k0 + BK <= K;
+        // One K-tile: BK steps of TM*TN FMAs, with the next tile's loads in between. Compiled twice:
+        // FAST (a next tile, all of it inside A and B: no checks at all) and the general case.
+        auto tile = [&](auto fast) {
+            constexpr bool FAST = decltype(fast)::value;
+            const bool next = FAST || more;
+#pragma unroll
+            for (int k = 0; k < BK; ++k) {
+                const int cur = k % 2, nxt = (k + 1) % 2;
+                const int ph = k / STEPS;                 // a constant once the loop is unrolled
+                if (next && k % STEPS == 0) {             // issue a phase of the next tile's loads now...
+                    if (a_on)
+                        load_tile<A_RS, A_KQ>(ra, ph * A_PH, (ph + 1) * A_PH, A_blk + k0, a_off, K, M - row0,
+                                              K - k0, vecA, FAST || fastA);
+                    if (b_on)
+                        load_tile<B_RS, B_NQ>(rb, ph * B_PH, (ph + 1) * B_PH, B_blk + (size_t)k0 * N, b_off, N,
+                                              K - k0, N - col0, vecB, FAST || fastB);
+                }
+                if (next && k % STEPS == STORE) {         // ...and store it STORE k-steps later, in the other
+                    if (a_on)                             // stage: nobody reads that one during this tile
+                        store_a<A_RS>(As[buf ^ 1], ra, ph * A_PH, (ph + 1) * A_PH, a_row, a_k);
+                    if (b_on)
+                        store_b<B_RS>(Bs[buf ^ 1], rb, ph * B_PH, (ph + 1) * B_PH, b_k, b_n);
+                }
+                if (k < BK - 1) {                         // fragments of step k+1
+#pragma unroll
+                    for (int s = 0; s < SUB_M; ++s)
+                        fa[nxt][s] = *reinterpret_cast<const float4*>(&As[buf][k + 1][frag_m + s * LANES_M * 4]);
+#pragma unroll
+                    for (int s = 0; s < SUB_N; ++s)
+                        fb[nxt][s] = *reinterpret_cast<const float4*>(&Bs[buf][k + 1][frag_n + s * LANES_N * 4]);
+                } else if (next) {                        // last step: publish the next tile, then read its
+                    __syncthreads();                      // first fragments. The one barrier per K-tile: the
+                    buf ^= 1;                             // stage written next was last read before it
+#pragma unroll
+                    for (int s = 0; s < SUB_M; ++s)
+                        fa[nxt][s] = *reinterpret_cast<const float4*>(&As[buf][0][frag_m + s * LANES_M * 4]);
+#pragma unroll
+                    for (int s = 0; s < SUB_N; ++s)
+                        fb[nxt][s] = *reinterpret_cast<const float4*>(&Bs[buf][0][frag_n + s * LANES_N * 4]);
+                }
+                float a[TM], b[TN];
+#pragma unroll
+                for (int s = 0; s < SUB_M; ++s) {
+                    a[4 * s + 0] = fa[cur][s].x; a[4 * s + 1] = fa[cur][s].y;
+                    a[4 * s + 2] = fa[cur][s].z; a[4 * s + 3] = fa[cur][s].w;
+                }
+#pragma unroll
+                for (int s = 0; s < SUB_N; ++s) {
+                    b[4 * s + 0] = fb[cur][s].x; b[4 * s + 1] = fb[cur][s].y;
+                    b[4 * s + 2] = fb[cur][s].z; b[4 * s + 3] = fb[cur][s].w;
+                }
+#pragma unroll
+                for (int x = 0; x < TM * TN; ++x) {       // TM*TN FMAs from TM/4 + TN/4 float4 loads, row by
+                    const int i = x / TN, j = x % TN;     // row (measured faster than column by column)
+                    acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                }
+            }
+        };
+        if (more && fastA && fastB)
+            tile(Flag<true>());
+        else
+            tile(Flag<false>());
+    }
+
+    // Store: each row of a 4x4 sub-block is one float4; a warp's lanes write whole contiguous rows.
+    const bool vecC = N % 4 == 0 && aligned16(C);
+    const int etid = fresh_tid(), elane = etid % 32, ewarp = etid / 32;
+    const int c_row = row0 + (ewarp / WARPS_N) * WM + ((elane / (2 * LANES_N)) * 2 + elane % 2) * 4;
+    const int c_col = col0 + (ewarp % WARPS_N) * WN + ((elane / 2) % LANES_N) * 4;
+#pragma unroll
+    for (int sm = 0; sm < SUB_M; ++sm)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int r = c_row + sm * LANES_M * 4 + i;
+            if (r < M) {
+#pragma unroll
+                for (int sn = 0; sn < SUB_N; ++sn) {
+                    const int c = c_col + sn * LANES_N * 4;
+                    const float* v = &acc[sm * 4 + i][sn * 4];
+                    float* p = C + (size_t)r * N + c;
+                    if (vecC && c < N) {
+                        *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < 4; ++j)
+                            if (c + j < N)
+                                p[j] = v[j];
+                    }
+                }
+            }
+        }
+}
+
+}  // namespace fast
+
+extern "C" {
+// gemm_fast_<BM>x<BN>x<BK>_<WM>x<WN>_<TM>x<TN>: block = ((BM/WM)*(BN/WN)*32, 1, 1),
+// grid = (ceil(N/BN), ceil(M/BM), 1).
+// 128x128 block, K-step 8, 8 warps of 32x64 (2x4 warps), 8x8 per thread: 256 threads, 2 blocks per SM
+// (at most 128 registers). The classic configuration.
+__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x8_32x64_8x8(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 8, 32, 64, 8, 8, 256, 1, 6, 8>(A, B, C, M, N, K); }
+// The same with warps of 64x32 (4x2 warps).
+__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x8_64x32_8x8(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 8, 64, 32, 8, 8, 256, 1, 6, 8>(A, B, C, M, N, K); }
+// 128x128 block, K-step 16 (half the barriers and loop overhead per FMA), 8x8 per thread, 256 threads.
+__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 8>(A, B, C, M, N, K); }
+__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_64x32_8x8(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 16, 64, 32, 8, 8, 256, 1, 15, 8>(A, B, C, M, N, K); }
+// 128x128 block, K-step 16, 4 warps of 64x64, 8x16 per thread: 128 threads, 2 blocks per SM (up to 255
+// registers). 6 float4 shared loads feed 128 FMAs. With 256x128x8_64x64_16x8, the fastest on an H200.
+__global__ void __launch_bounds__(128, 2) gemm_fast_128x128x16_64x64_8x16(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 16, 64, 64, 8, 16, 128, 1, 15, 8>(A, B, C, M, N, K); }
+// The same with 16x8 per thread.
+__global__ void __launch_bounds__(128, 2) gemm_fast_128x128x16_64x64_16x8(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 16, 64, 64, 16, 8, 128, 1, 15, 8>(A, B, C, M, N, K); }
+// 128x128 block, K-step 8, 4 warps of 64x64, 8x16 or 16x8 per thread: 128 threads, 2 blocks per SM.
+__global__ void __launch_bounds__(128, 2) gemm_fast_128x128x8_64x64_8x16(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 8, 64, 64, 8, 16, 128, 1, 7, 8>(A, B, C, M, N, K); }
+__global__ void __launch_bounds__(128, 2) gemm_fast_128x128x8_64x64_16x8(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 8, 64, 64, 16, 8, 128, 1, 7, 8>(A, B, C, M, N, K); }
+// 128x256 block, 8 warps of 64x64, 8x16 per thread: 256 threads, 1 block per SM.
+__global__ void __launch_bounds__(256, 1) gemm_fast_128x256x8_64x64_8x16(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 256, 8, 64, 64, 8, 16, 256, 1, 7, 8>(A, B, C, M, N, K); }
+// 128x256 block, 16 warps of 32x64, 8x8 per thread: 512 threads, 1 block per SM.
+__global__ void __launch_bounds__(512, 1) gemm_fast_128x256x8_32x64_8x8(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 256, 8, 32, 64, 8, 8, 512, 1, 7, 8>(A, B, C, M, N, K); }
+// 256x128 block, 8 warps of 64x64, 16x8 per thread: 256 threads, 1 block per SM (cuBLAS's own SIMT tile).
+__global__ void __launch_bounds__(256, 1) gemm_fast_256x128x8_64x64_16x8(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<256, 128, 8, 64, 64, 16, 8, 256, 1, 7, 8>(A, B, C, M, N, K); }
+// 64x128 block, 4 warps of 32x64, 8x8 per thread: 128 threads, 4 blocks per SM (more blocks for small sizes).
+__global__ void __launch_bounds__(128, 4) gemm_fast_64x128x8_32x64_8x8(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<64, 128, 8, 32, 64, 8, 8, 128, 1, 7, 8>(A, B, C, M, N, K); }
+// 128x64 block, 4 warps of 64x32, 8x8 per thread: 128 threads, 4 blocks per SM.
+__global__ void __launch_bounds__(128, 4) gemm_fast_128x64x8_64x32_8x8(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 64, 8, 64, 32, 8, 8, 128, 1, 7, 8>(A, B, C, M, N, K); }
+}
