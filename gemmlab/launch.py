@@ -91,6 +91,15 @@ def check_grid(grid: tuple[int, int, int], spec: _device.DeviceSpec) -> None:
             raise LaunchConfigError(f"grid {tuple(grid)}: {axis} = {g:,} blocks exceeds this device's limit of {lim:,}")
 
 
+def check_extra_shared(name: str, extra_shared: int, static_bytes: int, spec: _device.DeviceSpec) -> None:
+    """Refuse unused dynamic shared memory (chapter 5) that would not fit next to a kernel's own ``static_bytes``."""
+    if extra_shared < 0:
+        raise LaunchConfigError(f"extra_shared = {extra_shared} must be 0 or more bytes")
+    if static_bytes + extra_shared > spec.shared_per_block_optin:
+        raise LaunchConfigError(f"{name} uses {static_bytes:,} bytes of shared memory; with {extra_shared:,} more "
+                                f"a block needs {static_bytes + extra_shared:,}, above this GPU's {spec.shared_per_block_optin:,}")
+
+
 def check_fits(nbytes: int, free_bytes: int, what: str) -> None:
     if nbytes > free_bytes:
         raise DeviceMemoryError(f"{what} needs {nbytes / 2**30:,.2f} GiB of device memory, "
@@ -147,21 +156,12 @@ class GemmKernel:
         fn.prepared_call(self.grid(M, N)[:2], self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K,
                          shared_size=extra_shared)
 
-    def check_extra_shared(self, extra_shared: int, spec: _device.DeviceSpec) -> None:
-        """Refuse unused dynamic shared memory that would not fit next to the kernel's own."""
-        if extra_shared < 0:
-            raise LaunchConfigError(f"extra_shared = {extra_shared} must be 0 or more bytes")
-        static = self.resources().shared_bytes
-        if static + extra_shared > spec.shared_per_block_optin:
-            raise LaunchConfigError(f"{self.name} uses {static:,} bytes of shared memory; with {extra_shared:,} more "
-                                    f"a block needs {static + extra_shared:,}, above this GPU's {spec.shared_per_block_optin:,}")
-
     def __call__(self, A: np.ndarray, B: np.ndarray, extra_shared: int = 0) -> np.ndarray:
         drv = gpu.cuda()
         spec = _device.current()
         M, N, K = self.check(A, B, spec, _device.free_memory())
         if extra_shared:
-            self.check_extra_shared(extra_shared, spec)
+            check_extra_shared(self.name, extra_shared, self.resources().shared_bytes, spec)
         from pycuda import gpuarray
 
         a, b = gpuarray.to_gpu(A), gpuarray.to_gpu(B)
@@ -248,10 +248,10 @@ BANKS = "04_banks.cu"
 def bank_probe(blocks: int, iters: int, with_global_loads: bool) -> np.ndarray:
     """Run ``bank_probe`` once: ``blocks`` blocks of 1024 threads, ``iters`` rounds of one conflict-free
     shared store and load per thread, with or without one global load per thread per round."""
-    drv = gpu.cuda()
-    spec = _device.current()
     if blocks < 1 or iters < 1:
         raise ValueError(f"blocks and iters must be at least 1, got {blocks} and {iters}")
+    drv = gpu.cuda()
+    spec = _device.current()
     check_grid((blocks, 1, 1), spec)
     from pycuda import gpuarray
 

@@ -109,3 +109,16 @@ def test_grid_covers_c():
     k = launch.kernels()["tiled16"]
     assert k.grid(M=33, N=16) == (1, 3, 1)
     assert k.grid(M=1, N=17) == (2, 1, 1)
+
+
+def test_extra_shared_memory_is_checked_against_the_device():
+    launch.check_extra_shared("tiled32", 110_000, 8192, device.H200)                  # fits with the opt-in
+    with pytest.raises(LaunchConfigError, match="above this GPU's 65,536"):
+        launch.check_extra_shared("tiled32", 60_000, 8192, device.T4)
+    with pytest.raises(LaunchConfigError, match="must be 0 or more"):
+        launch.check_extra_shared("tiled32", -1, 8192, device.H200)
+
+
+def test_bank_probe_refuses_empty_launches_before_looking_for_a_gpu():
+    with pytest.raises(ValueError, match="at least 1"):
+        launch.bank_probe(0, 32, True)
