@@ -24,7 +24,7 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bench", help="every course kernel and cuBLAS FP32 at several sizes")
     b.add_argument("--sizes", nargs="+", type=_size, default=None,
-                   help="N (for NxNxN) or MxNxK; default 1024 2048 4096")
+                   help="N (for NxNxN) or MxNxK; default 1024 2048 4096 8192 3000x5000x1234")
     b.add_argument("--kernels", nargs="+", default=None, help="only these kernels (names from gemmlab.kernels())")
     b.add_argument("--repeat", type=int, default=5)
     b.add_argument("--json", type=Path, default=Path("results/bench.json"), help="where to write the JSON")

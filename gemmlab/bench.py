@@ -170,7 +170,8 @@ def sweep(names, sizes, repeat: int = 5, cublas: bool = True) -> dict[str, list[
     return table
 
 
-DEFAULT_SIZES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096))
+# The ladder of chapter 7: four squares and one shape that is neither square nor a multiple of any tile.
+DEFAULT_SIZES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 1234))
 
 
 def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print) -> list[GemmResult]:

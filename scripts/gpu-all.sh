@@ -17,5 +17,5 @@ step() {  # step NAME CMD...: run, log, time
 step execute bash scripts/execute.sh
 step gpu-tests python3 -m pytest -p no:cacheprovider -ra tests/gpu --nbval chapters/ --nbval-current-env \
     --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
-step bench python3 -m gemmlab bench --sizes 1024 2048 4096 --json results/bench.json
+step bench python3 -m gemmlab bench --json results/bench.json
 exit $status
