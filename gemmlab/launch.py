@@ -199,6 +199,8 @@ IN_PROGRESS: list[GemmKernel] = [
                "2D register tiling with a transposed A tile and conflict-free float4 fragment reads"),
     GemmKernel("regtile2d_t_k16", 6, "06_register_tiling_2d.cu", "gemm_regtile_2d_t_k16", (256, 1, 1), (128, 128),
                "the same with a K-tile of 16"),
+    GemmKernel("regtile2d_t_k32", 6, "06_register_tiling_2d.cu", "gemm_regtile_2d_t_k32", (256, 1, 1), (128, 128),
+               "the same with a K-tile of 32 (not yet run on a GPU)"),
     GemmKernel("fast_128x128x16", 7, "07_fast.cu", "gemm_fast_128x128x16_32x64_8x8", (256, 1, 1), (128, 128),
                "float4 loads, double buffering, warp tiling: 128x128x16, warps of 32x64, 8x8 per thread"),
     GemmKernel("fast_256x128x8", 7, "07_fast.cu", "gemm_fast_256x128x8_64x64_16x8", (256, 1, 1), (256, 128),
