@@ -141,3 +141,16 @@ ptxas info    : Used 12 registers, used 0 barriers
     a, b = parse_ptxas(report)
     assert (a.function, a.registers, a.spill_store_bytes, a.spill_load_bytes, a.shared_bytes) == ("gemm_regtile_2d", 80, 800, 672, 8192)
     assert (b.function, b.registers, b.spill_store_bytes, b.shared_bytes) == ("hello", 12, 0, 0)
+
+
+def test_fast_kernel_transposing_stores_are_two_way():
+    """kernels/07_fast.cu stores each float4 of A as four scalars into As[k][m], rows of BM + 4 floats.
+    Lane l holds A row l / 4, k-quad (l % 4) * 4: quads 0 and 8 (and 4 and 12) land in one bank, so every
+    such store takes 2 wavefronts, which is the third of the store wavefronts Nsight Compute calls conflicts
+    for the 128x128x16 kernel with 64x64 warp tiles (16 of 48 per warp and tile). Rows of BM + 2 would
+    avoid it, but break the 16-byte alignment of the float4 fragment reads."""
+    def store(lda):
+        return models.bank_access([4 * (((lane % 4) * 4 + 0) * lda + lane // 4) for lane in LANES])
+    assert (store(128 + 4).wavefronts, store(128 + 4).extra_wavefronts) == (2, 1)
+    assert store(128 + 2).wavefronts == 1 and (4 * (128 + 2)) % 16 != 0
+    assert store(128).wavefronts == 4
