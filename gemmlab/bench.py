@@ -114,10 +114,7 @@ def time_gemm(kernel: launch.GemmKernel, A: np.ndarray, B: np.ndarray, repeat: i
     drv = gpu.cuda()
     from pycuda import gpuarray
 
-    spec = _device.current()
-    M, N, K = kernel.check(A, B, spec, _device.free_memory())
-    if extra_shared:
-        launch.check_extra_shared(kernel.name, extra_shared, kernel.resources().shared_bytes, spec)
+    M, N, K = kernel.check(A, B, _device.current(), _device.free_memory(), extra_shared)
     a, b = gpuarray.to_gpu(A), gpuarray.to_gpu(B)
     c = gpuarray.empty((M, N), np.float32)
     kernel.launch(a.gpudata, b.gpudata, c.gpudata, M, N, K, extra_shared)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from . import compile as _compile
 from . import gpu
-from .launch import DEFAULT_SHARED_PER_BLOCK
+from .launch import needs_shared_opt_in
 
 # CUfunction_attribute values from cuda.h
 _ATTR_MAX_DYNAMIC_SHARED = 8
@@ -43,18 +43,21 @@ def _call(fn_name: str, *args) -> None:
         raise DriverError(f"{fn_name} failed: {(text.value or b'error %d' % status).decode()}")
 
 
+_modules: dict[int, ctypes.c_void_p] = {}
 _functions: dict[tuple[int, str], ctypes.c_void_p] = {}
 
 
 def _function(compiled: _compile.CompiledFile, name: str) -> ctypes.c_void_p:
-    """The CUfunction ``name`` of ``compiled``'s cubin, loaded once per file version."""
+    """The CUfunction ``name`` of ``compiled``'s cubin; the cubin is loaded once per file version."""
     key = (id(compiled), name)
     if key not in _functions:
         compiled.function(name)     # a clear KeyError for a name the file does not have
-        module = ctypes.c_void_p()
-        _call("cuModuleLoadData", ctypes.byref(module), ctypes.c_char_p(compiled.cubin))
+        if id(compiled) not in _modules:
+            module = ctypes.c_void_p()
+            _call("cuModuleLoadData", ctypes.byref(module), ctypes.c_char_p(compiled.cubin))
+            _modules[id(compiled)] = module
         fn = ctypes.c_void_p()
-        _call("cuModuleGetFunction", ctypes.byref(fn), module, name.encode())
+        _call("cuModuleGetFunction", ctypes.byref(fn), _modules[id(compiled)], name.encode())
         _functions[key] = fn
     return _functions[key]
 
@@ -65,8 +68,7 @@ def max_active_blocks(source: str, function: str, threads_per_block: int, dynami
     gpu.cuda()
     compiled = _compile.load(source, quiet=True)
     fn = _function(compiled, function)
-    if dynamic_shared_bytes + compiled.resources(function).shared_bytes > DEFAULT_SHARED_PER_BLOCK:
-        # above 48 KiB per block a kernel must opt in, as gemmlab.launch does before such a launch
+    if needs_shared_opt_in(compiled.resources(function).shared_bytes, dynamic_shared_bytes):   # as a launch would
         _call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(dynamic_shared_bytes))
     blocks = ctypes.c_int()
     _call("cuOccupancyMaxActiveBlocksPerMultiprocessor", ctypes.byref(blocks), fn,

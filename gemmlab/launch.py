@@ -24,6 +24,12 @@ INT_MAX = 2**31 - 1   # the kernels take M, N, K as int
 DEFAULT_SHARED_PER_BLOCK = 48 * 1024   # a block that needs more (static + dynamic) must opt in first
 
 
+def needs_shared_opt_in(static_bytes: int, dynamic_bytes: int) -> bool:
+    """Whether a launch with this much static and dynamic shared memory per block must first raise the
+    function's MAX_DYNAMIC_SHARED_SIZE_BYTES attribute (above 48 KiB in all)."""
+    return static_bytes + dynamic_bytes > DEFAULT_SHARED_PER_BLOCK
+
+
 class LaunchConfigError(ValueError):
     """A block or grid the device cannot run."""
 
@@ -127,14 +133,17 @@ class GemmKernel:
     def grid(self, M: int, N: int) -> tuple[int, int, int]:
         return (-(-N // self.tile[1]), -(-M // self.tile[0]), 1)
 
-    def check(self, A, B, spec: _device.DeviceSpec, free_bytes: int) -> tuple[int, int, int]:
-        """Every check, in the order a reader would want to hear about problems."""
+    def check(self, A, B, spec: _device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
+        """Every check, in the order a reader would want to hear about problems (``extra_shared``: unused
+        dynamic shared memory per block, see :meth:`launch`)."""
         M, N, K = check_gemm_shapes(A, B)
         check_block(self.block, spec)
         check_grid(self.grid(M, N), spec)
         check_fits(models.compulsory_bytes(M, N, K), free_bytes, f"{self.name} at M={M}, N={N}, K={K} (A, B and C)")
         check_contiguous("A", A)
         check_contiguous("B", B)
+        if extra_shared:
+            check_extra_shared(self.name, extra_shared, self.resources().shared_bytes, spec)
         return M, N, K
 
     def compiled(self):
@@ -150,7 +159,7 @@ class GemmKernel:
         ``extra_shared`` bytes of dynamic shared memory are requested and left unused: chapter 5
         lowers occupancy with them on purpose (above 48 KiB per block in all, the function opts in first)."""
         fn = _compile.load(self.source).prepared(self.function, "PPPiii")
-        if extra_shared + fn.shared_size_bytes > DEFAULT_SHARED_PER_BLOCK:
+        if needs_shared_opt_in(fn.shared_size_bytes, extra_shared):
             from pycuda.driver import function_attribute
             fn.set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, extra_shared)
         fn.prepared_call(self.grid(M, N)[:2], self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K,
@@ -158,10 +167,7 @@ class GemmKernel:
 
     def __call__(self, A: np.ndarray, B: np.ndarray, extra_shared: int = 0) -> np.ndarray:
         drv = gpu.cuda()
-        spec = _device.current()
-        M, N, K = self.check(A, B, spec, _device.free_memory())
-        if extra_shared:
-            check_extra_shared(self.name, extra_shared, self.resources().shared_bytes, spec)
+        M, N, K = self.check(A, B, _device.current(), _device.free_memory(), extra_shared)
         from pycuda import gpuarray
 
         a, b = gpuarray.to_gpu(A), gpuarray.to_gpu(B)
@@ -234,9 +240,14 @@ def every_kernel() -> dict[str, GemmKernel]:
     return {k.name: k for k in [*GEMM_KERNELS, *VARIANTS, *CANDIDATES, EARLY_RETURN]}
 
 
+def known_kernels() -> dict[str, GemmKernel]:
+    """:func:`every_kernel` and the work in progress: every name :func:`lookup` and ``python -m gemmlab run`` accept."""
+    return {**every_kernel(), **{k.name: k for k in IN_PROGRESS}}
+
+
 def lookup(name: str) -> GemmKernel:
-    """The kernel called ``name`` in :func:`every_kernel` or in the work in progress, or a KeyError listing the names."""
-    known = {**every_kernel(), **{k.name: k for k in IN_PROGRESS}}
+    """The kernel called ``name`` in :func:`known_kernels`, or a KeyError listing the names."""
+    known = known_kernels()
     if name not in known:
         raise KeyError(f"no GEMM kernel named {name!r}; choose from {', '.join(known)}")
     return known[name]

@@ -172,10 +172,10 @@ def shared_rows(c: Counters, model: models.SharedTraffic) -> list[tuple[str, str
     ]
 
 
-def comparison(cs: list[Counters], rows=traffic_rows) -> tuple[list[str], list[tuple]]:
+def comparison(cs: list[Counters], rows_of=traffic_rows) -> tuple[list[str], list[tuple]]:
     """Several profiled launches side by side: headers and rows of (quantity, model | measured per launch).
-    ``rows(counters)`` gives one launch's (quantity, model, measured) rows."""
+    ``rows_of(counters)`` gives one launch's (quantity, model, measured) rows."""
     headers = ["quantity"] + [f"{c.kernel} {h}" for c in cs for h in ("model", "measured")]
-    per = [rows(c) for c in cs]
+    per = [rows_of(c) for c in cs]
     rows = [tuple([per[0][i][0]] + [x for p in per for x in p[i][1:]]) for i in range(len(per[0]))]
     return headers, rows

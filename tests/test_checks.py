@@ -122,3 +122,8 @@ def test_extra_shared_memory_is_checked_against_the_device():
 def test_bank_probe_refuses_empty_launches_before_looking_for_a_gpu():
     with pytest.raises(ValueError, match="at least 1"):
         launch.bank_probe(0, 32, True)
+
+
+def test_shared_memory_above_48_kib_needs_the_opt_in():
+    assert not launch.needs_shared_opt_in(8192, 40 * 1024)
+    assert launch.needs_shared_opt_in(8192, 40 * 1024 + 1)
