@@ -66,7 +66,7 @@ def max_active_blocks(source: str, function: str, threads_per_block: int, dynami
     """Blocks of ``function`` (in kernel file ``source``) that the driver says fit on one SM at once,
     for blocks of ``threads_per_block`` threads with ``dynamic_shared_bytes`` of dynamic shared memory."""
     gpu.cuda()
-    compiled = _compile.load(source, quiet=True)
+    compiled = _compile.load(source)
     fn = _function(compiled, function)
     if needs_shared_opt_in(compiled.resources(function).shared_bytes, dynamic_shared_bytes):   # as a launch would
         _call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(dynamic_shared_bytes))
@@ -99,7 +99,7 @@ def compare(source: str, function: str, threads: int, dynamic_shared: int = 0) -
     """The calculator and the driver on one kernel and launch configuration."""
     from . import device, models
 
-    res = _compile.load(source, quiet=True).resources(function)
+    res = _compile.load(source).resources(function)
     try:
         occ = models.occupancy(device.current(), threads, res.registers, res.shared_bytes + dynamic_shared)
         model, binding = occ.blocks_per_sm, tuple(occ.binding)
@@ -118,7 +118,7 @@ def sweep(functions, threads=(32, 64, 96, 128, 192, 256, 384, 512, 640, 768, 102
     spec = device.current()
     cases = []
     for source, function in functions:
-        res = _compile.load(source, quiet=True).resources(function)
+        res = _compile.load(source).resources(function)
         for t in threads:
             for d in dynamic_shared:
                 if t <= res.max_threads_per_block and res.shared_bytes + d <= spec.shared_per_block_optin:

@@ -122,6 +122,36 @@ def speed_sweep(sizes, series: dict[str, list[float]], title: str, ylabel: str =
     return fig
 
 
+def ladder(data: dict, title: str = ""):
+    """The ladder (``bench.to_json``'s dict): TFLOP/s of every kernel at every size, one group of bars
+    per size, cuBLAS last in each group and each bar labelled with its share of cuBLAS."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rows = data["results"]
+    sizes = list(dict.fromkeys((r["M"], r["N"], r["K"]) for r in rows))
+    kernels = list(dict.fromkeys(r["kernel"] for r in rows))
+    value = {(r["kernel"], (r["M"], r["N"], r["K"])): r for r in rows}
+    fig, ax = plt.subplots(figsize=(10, 4.8), layout="constrained")
+    width = 0.8 / len(kernels)
+    x = np.arange(len(sizes))
+    for i, name in enumerate(kernels):
+        ys = [value[(name, s)]["tflops"] if (name, s) in value else 0.0 for s in sizes]
+        bars = ax.bar(x + (i - (len(kernels) - 1) / 2) * width, ys, width, label=name,
+                      color="0.25" if name == "cuBLAS" else None)
+        for b, s in zip(bars, sizes):
+            frac = value.get((name, s), {}).get("fraction_of_cublas")
+            if frac and name != "cuBLAS" and frac >= 0.5:
+                ax.annotate(f"{frac:.0%}", (b.get_x() + b.get_width() / 2, b.get_height()), ha="center",
+                            va="bottom", fontsize=7, rotation=90, xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(x, ["×".join(map(str, s)) if len(set(s)) > 1 else f"{s[0]}³" for s in sizes])
+    ax.set_ylabel("TFLOP/s (FP32)")
+    ax.set_title(title or f"Every course kernel and cuBLAS on the {data.get('device', 'GPU')} (labels: share of cuBLAS)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2, loc="upper left")
+    return fig
+
+
 def bank_maps(accesses: dict, title: str = ""):
     """One panel per access: which bank each lane's words fall in. ``accesses`` maps a label to
     ``(byte_addresses, access_bytes)`` for the 32 lanes of one warp; a cell (lane, bank) is coloured by

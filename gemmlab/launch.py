@@ -186,39 +186,35 @@ GEMM_KERNELS: list[GemmKernel] = [
                "16x16 shared-memory tiles"),
     GemmKernel("tiled8", 2, "02_tiled.cu", "gemm_tiled_8", (8, 8, 1), (8, 8),
                "8x8 shared-memory tiles"),
-]
-
-
-# Written for chapter 6 and compile-checked, but not yet run on a GPU: they join GEMM_KERNELS (and so
-# gemmlab.kernels()) once tests/gpu/test_candidates.py has passed on one.
-CANDIDATES: list[GemmKernel] = [
     GemmKernel("regtile1d", 6, "06_register_tiling.cu", "gemm_regtile_1d", (512, 1, 1), (64, 64),
                "64x64 block tile, 8 rows of C per thread (1D register tiling)"),
     GemmKernel("regtile2d", 6, "06_register_tiling.cu", "gemm_regtile_2d", (256, 1, 1), (128, 128),
                "128x128 block tile, an 8x8 outer product per thread (2D register tiling)"),
-]
-
-# Chapters 6-7 work in progress: compile-checked, measured on the GPU by tests/gpu/test_candidates.py,
-# not yet shown by any chapter (so no registry a chapter prints includes them).
-IN_PROGRESS: list[GemmKernel] = [
     GemmKernel("regtile2d_t", 6, "06_register_tiling_2d.cu", "gemm_regtile_2d_t", (256, 1, 1), (128, 128),
-               "2D register tiling with a transposed A tile and conflict-free float4 fragment reads"),
+               "2D register tiling with a transposed A tile, conflict-free float4 reads and unrolled tile loads"),
     GemmKernel("regtile2d_t_k16", 6, "06_register_tiling_2d.cu", "gemm_regtile_2d_t_k16", (256, 1, 1), (128, 128),
                "the same with a K-tile of 16"),
-    GemmKernel("regtile2d_t_k32", 6, "06_register_tiling_2d.cu", "gemm_regtile_2d_t_k32", (256, 1, 1), (128, 128),
-               "the same with a K-tile of 32 (not yet run on a GPU)"),
-    GemmKernel("fast_128x128x16", 7, "07_fast.cu", "gemm_fast_128x128x16_32x64_8x8", (256, 1, 1), (128, 128),
+    GemmKernel("fast", 7, "07_fast.cu", "gemm_fast_128x128x16_32x64_8x8", (256, 1, 1), (128, 128),
                "float4 loads, double buffering, warp tiling: 128x128x16, warps of 32x64, 8x8 per thread"),
-    GemmKernel("fast_256x128x8", 7, "07_fast.cu", "gemm_fast_256x128x8_64x64_16x8", (256, 1, 1), (256, 128),
-               "float4 loads, double buffering, warp tiling: 256x128x8, warps of 64x64, 16x8 per thread"),
 ]
 
-# Teaching variants (chapter 4): correct, but with the B tile laid out to show bank conflicts.
+
+# Correct kernels that chapters 6-7 measure next to the course kernels but the ladder leaves out.
+CANDIDATES: list[GemmKernel] = [
+    GemmKernel("regtile2d_t_k32", 6, "06_register_tiling_2d.cu", "gemm_regtile_2d_t_k32", (256, 1, 1), (128, 128),
+               "2D register tiling (transposed A) with a K-tile of 32"),
+    GemmKernel("fast_async", 7, "07_fast.cu", "gemm_fast_128x128x16_32x64_8x8_async", (256, 1, 1), (128, 128),
+               "the fast kernel with cp.async copies into the second stage"),
+]
+
+# Teaching variants (chapters 4 and 6): correct, each one change away from a course kernel to show what it costs.
 VARIANTS: list[GemmKernel] = [
     GemmKernel("banks_transposed", 4, "04_banks.cu", "gemm_banks_transposed_32", (32, 32, 1), (32, 32),
                "the 32x32 tiled kernel with the B tile stored transposed: column reads, 32-way bank conflicts"),
     GemmKernel("banks_padded", 4, "04_banks.cu", "gemm_banks_padded_32", (32, 32, 1), (32, 32),
                "the transposed B tile with one column of padding ([32][33]): conflict-free again"),
+    GemmKernel("regtile2d_t_strided", 6, "06_register_tiling_2d.cu", "gemm_regtile_2d_t_strided", (256, 1, 1), (128, 128),
+               "regtile2d_t with tile loads in loops the compiler cannot count (i = tid, tid + 256, ...)"),
 ]
 
 # Wrong on purpose (chapter 3): the tiled kernel with an early return before its barriers.
@@ -235,14 +231,19 @@ def kernels() -> dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]:
 
 
 def every_kernel() -> dict[str, GemmKernel]:
-    """Every GEMM kernel the course compiles, by name: the course kernels, the chapter 4 variants,
-    the candidates not yet promoted and chapter 3's wrong one (for profilers and ``python -m gemmlab run``)."""
+    """Every GEMM kernel the course registers, by name: the course kernels, the teaching variants,
+    the candidates the ladder leaves out and chapter 3's wrong one (for profilers and ``python -m gemmlab run``)."""
     return {k.name: k for k in [*GEMM_KERNELS, *VARIANTS, *CANDIDATES, EARLY_RETURN]}
 
 
 def known_kernels() -> dict[str, GemmKernel]:
-    """:func:`every_kernel` and the work in progress: every name :func:`lookup` and ``python -m gemmlab run`` accept."""
-    return {**every_kernel(), **{k.name: k for k in IN_PROGRESS}}
+    """:func:`every_kernel` and every entry point of ``07_fast.cu`` by its function
+    name (chapter 7's tuned configurations and ablations): every name :func:`lookup` and
+    ``python -m gemmlab run`` accept."""
+    from . import autotune
+
+    fast = {c.function: autotune.kernel(c) for c in autotune.search_space(ablations=True)}
+    return {**every_kernel(), **fast}
 
 
 def lookup(name: str) -> GemmKernel:

@@ -1,7 +1,9 @@
 // C = A·B (row-major, float32), fast: the SIMT recipe that brings a hand-written SGEMM to cuBLAS level.
-// Changed from 06_register_tiling: float4 global loads prefetched into registers one K-tile ahead, A
-// stored transposed and both tiles double buffered in shared memory (one barrier per K-tile), warp
-// tiling with float4 fragment reads double buffered in registers, and a block swizzle for L2 reuse.
+// Changed from 06_register_tiling: float4 global loads prefetched into registers one K-tile ahead (or
+// copied by cp.async), A stored transposed in a skewed layout that keeps its stores free of bank
+// conflicts, both tiles double buffered in shared memory (one barrier per K-tile), warp tiling with
+// float4 fragment reads double buffered in registers, and a block swizzle for L2 reuse. Switches turn
+// single techniques off (VEC, STAGES, SKEW) so chapter 7 can measure what each is worth.
 // Edges: float4 loads and stores only where they are legal (K % 4 == 0 for A, N % 4 == 0 for B and
 // C, 16-byte aligned pointers, all four elements in range); elsewhere scalar accesses, guarded with
 // zero padding at the matrix edges, so any size works. K-tiles that lie wholly inside A and B run a
@@ -39,6 +41,37 @@ template <bool B>
 struct Flag {
     static constexpr bool value = B;
 };
+
+// cp.async (sm_80 and later): a copy from global to shared memory that does not pass through
+// registers; `in` false writes zeros instead (src-size 0: nothing is read, and the source pointer is
+// a valid one anyway). Before sm_80: a plain load and store, so the kernel still runs.
+__device__ __forceinline__ void copy4(float* dst, const float* src, bool in)
+{
+#if __CUDA_ARCH__ >= 800
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(in ? 4 : 0) : "memory");
+#else
+    *dst = in ? __ldg(src) : 0.0f;
+#endif
+}
+
+__device__ __forceinline__ void copy16(float* dst, const float* src)
+{
+#if __CUDA_ARCH__ >= 800
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
+#else
+    *reinterpret_cast<float4*>(dst) = ldg4(src);
+#endif
+}
+
+// Waits for this thread's cp.async copies (a barrier must follow before other threads read them).
+__device__ __forceinline__ void copies_done()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
 
 // threadIdx.x read afresh: lets the epilogue recompute its indices instead of holding them in
 // registers through the main loop.
@@ -93,23 +126,95 @@ __device__ __forceinline__ void load_tile(float4 (&r)[N4], int first, int last, 
     }
 }
 
+// Where element (k, m) of the transposed A tile lives in a stage of As. Plain padding (rows of BM + 4
+// floats) keeps float4 reads aligned but leaves the transposing stores 2-way conflicted once a warp
+// stores more than two k-quads (BK >= 16): one warp's store writes 32/KQ consecutive m in each of KQ
+// rows k = 4q + j (KQ = BK/4 float4 per row of the A tile in global memory), and rows 4q and 4q + 8
+// start on the same bank. SKEW instead pads once every four rows, by 32/KQ floats: row 4q + j then
+// starts 32/KQ·q banks further on, the KQ groups of a store cover all 32 banks, and the pad is a
+// multiple of 4 floats, so fragment reads stay aligned float4. The offset is a constant for each
+// (unrolled) k, so it folds into the instructions and costs no registers.
+template <int BM, int KQ, bool SKEW>
+struct ATile {
+    static constexpr int ROW = SKEW ? BM : BM + 4;        // floats from row 4q + j to row 4q + j + 1
+    static constexpr int GROUP = SKEW ? 4 * BM + 32 / KQ : 4 * ROW;   // floats from row 4q to row 4q + 4
+    static constexpr int FLOATS = KQ * GROUP;             // one stage: BK = 4*KQ rows
+    static __device__ __forceinline__ int at(int k, int m)
+    {
+        return (k / 4) * GROUP + (k % 4) * ROW + m;
+    }
+};
+
 // Stores [first, last) of the float4 of A into a stage of As, transposed: four scalar stores each.
-template <int RS, int N4, int LD>
-__device__ __forceinline__ void store_a(float (*As)[LD], const float4 (&r)[N4], int first, int last, int row, int k)
+// Thread t's float4 i is row t/Q + i*RS, columns k..k+3 with k = 4*(t%Q), as load_tile loads it; k is
+// a multiple of 4, so rows k..k+3 are one group: one base address, constant offsets. The indices are
+// recomputed from threadIdx here (and in store_b, copy_a, copy_b), not held through the K-tile loop,
+// which has no register to spare; unsigned, so that / and % are a shift and a mask.
+template <class AT, int RS, int Q, int N4>
+__device__ __forceinline__ void store_a(float* As, const float4 (&r)[N4], int first, int last)
 {
+    const unsigned t = fresh_tid();
+    float* base = As + AT::at((t % Q) * 4, t / Q);
 #pragma unroll
     for (int i = first; i < last; ++i) {
-        As[k + 0][row + i * RS] = r[i].x;
-        As[k + 1][row + i * RS] = r[i].y;
-        As[k + 2][row + i * RS] = r[i].z;
-        As[k + 3][row + i * RS] = r[i].w;
+        base[i * RS + 0 * AT::ROW] = r[i].x;
+        base[i * RS + 1 * AT::ROW] = r[i].y;
+        base[i * RS + 2 * AT::ROW] = r[i].z;
+        base[i * RS + 3 * AT::ROW] = r[i].w;
+    }
+}
+
+// cp.async versions of load_tile + store_a / store_b: each thread copies the same elements it would
+// load, straight into the stage. A: four 4-byte copies per float4 (they transpose); B: one 16-byte
+// copy where vec and in range, else four 4-byte ones. `safe` is a valid address for the zero fills.
+template <class AT, int RS, int Q>
+__device__ __forceinline__ void copy_a(float* As, int first, int last, const float* __restrict__ tile, int ld,
+                                       int rows, int cols, bool full, const float* safe)
+{
+    const unsigned t = fresh_tid();
+    const int row = t / Q, k = (t % Q) * 4;
+    float* base = As + AT::at(k, row);                    // k is a multiple of 4, as in store_a
+#pragma unroll
+    for (int i = first; i < last; ++i) {
+        const int r = row + i * RS;
+        const float* p = tile + (r * ld + k);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const bool in = full || (r < rows && k + j < cols);
+            copy4(&base[i * RS + j * AT::ROW], in ? p + j : safe, in);
+        }
+    }
+}
+
+template <int RS, int LD>
+__device__ __forceinline__ void copy_b(float (*Bs)[LD], int first, int last, const float* __restrict__ tile, int ld,
+                                       int rows, int cols, bool vec, bool full, const float* safe)
+{
+    const unsigned t = fresh_tid();
+    const int k = t / (LD / 4), col = (t % (LD / 4)) * 4;
+#pragma unroll
+    for (int i = first; i < last; ++i) {
+        const int r = k + i * RS;
+        const float* p = tile + (r * ld + col);
+        if (vec && (full || (r < rows && col < cols))) {
+            copy16(&Bs[r][col], p);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const bool in = full || (r < rows && col + j < cols);
+                copy4(&Bs[r][col + j], in ? p + j : safe, in);
+            }
+        }
     }
 }
 
 // Stores [first, last) of the float4 of B into a stage of Bs, as they are: one float4 store each.
+// Thread t's float4 i is row t/(LD/4) + i*RS, columns 4*(t%(LD/4))..+3, as load_tile loads it.
 template <int RS, int N4, int LD>
-__device__ __forceinline__ void store_b(float (*Bs)[LD], const float4 (&r)[N4], int first, int last, int k, int col)
+__device__ __forceinline__ void store_b(float (*Bs)[LD], const float4 (&r)[N4], int first, int last)
 {
+    const unsigned t = fresh_tid();
+    const int k = t / (LD / 4), col = (t % (LD / 4)) * 4;
 #pragma unroll
     for (int i = first; i < last; ++i)
         *reinterpret_cast<float4*>(&Bs[k + i * RS][col]) = r[i];
@@ -120,7 +225,12 @@ __device__ __forceinline__ void store_b(float (*Bs)[LD], const float4 (&r)[N4], 
 // PHASES groups (fewer registers in flight); each group is issued at the first k-step of its phase
 // (BK/PHASES steps) and stored to shared memory STORE steps later, hiding the load's latency behind
 // STORE steps of FMAs. GROUP: block rows per swizzle group.
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int THREADS, int PHASES, int STORE, int GROUP>
+// Switches, all on in the tuned kernels: VEC, float4 global loads where legal (false: always scalar);
+// STAGES 2, the next tile loaded during this one into a second stage (1: loaded at the end of the
+// tile between two barriers, chapter 6's way); SKEW, As padded every four rows (false: every row, by 4
+// floats). ASYNC: cp.async copies instead of loads into registers and stores (needs STAGES 2).
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int THREADS, int PHASES, int STORE, int GROUP,
+          int STAGES = 2, bool VEC = true, bool SKEW = true, bool ASYNC = false>
 __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* __restrict__ B,
                                      float* __restrict__ C, int M, int N, int K)
 {
@@ -134,8 +244,7 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
     constexpr int A_RS = THREADS / A_KQ, B_RS = THREADS / B_NQ;  // rows between a thread's float4
     constexpr int A_PH = A_F4 / PHASES, B_PH = B_F4 / PHASES;    // float4 per phase
     constexpr int STEPS = BK / PHASES;                    // k-steps per phase
-    constexpr int LDA = BM + 4;                           // As rows of BM+4: the transposing stores of
-                                                          // two k-quads land 16 banks apart
+    using AT = ATile<BM, BK / 4, SKEW>;                   // the layout of the transposed A tile
     static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tile TM x TN must be made of 4x4 sub-blocks (float4 fragments)");
     static_assert(BM % WM == 0 && BN % WN == 0, "warp tile WM x WN must divide the block tile BM x BN");
     static_assert(WM % TM == 0 && WN % TN == 0 && LANES_M * LANES_N == 32,
@@ -150,10 +259,13 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
     static_assert(A_F4 % PHASES == 0 && B_F4 % PHASES == 0 && BK % PHASES == 0,
                   "PHASES must divide BK and each thread's float4 loads of A and of B");
     static_assert(0 <= STORE && STORE < BK / PHASES, "STORE must be a k-step within a phase");
-    static_assert(2 * BK * (LDA + BN) * 4 <= 48 * 1024, "two stages of A and B must fit 48 KB of static shared memory");
+    static_assert(STAGES * (AT::FLOATS + BK * BN) * 4 <= 48 * 1024, "the stages of A and B must fit 48 KB of static shared memory");
+    static_assert(STAGES == 1 || STAGES == 2, "one stage or two");
+    static_assert(!ASYNC || STAGES == 2, "cp.async copies into the second stage: STAGES must be 2");
+    static_assert(!SKEW || (BK <= 32 && BM % 32 == 0), "the A skew needs BK <= 32 (pads of whole float4) and BM % 32 == 0");
 
-    __shared__ __align__(16) float As[2][BK][LDA];        // A tile transposed: As[k][m]
-    __shared__ __align__(16) float Bs[2][BK][BN];         // B tile as is:      Bs[k][n]
+    __shared__ __align__(16) float As[STAGES][AT::FLOATS]; // A tile transposed: element (k, m) at AT::at(k, m)
+    __shared__ __align__(16) float Bs[STAGES][BK][BN];    // B tile as is:      Bs[k][n]
 
     // Swizzle: walk GROUP block rows column by column, so blocks running together share rows of A and
     // columns of B in L2. A bijection of the grid (ceil(N/BN), ceil(M/BM)) onto itself.
@@ -178,8 +290,8 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
     const int b_k = tid / B_NQ, b_n = (tid % B_NQ) * 4;
     const bool a_on = A_ALL >= THREADS || tid < A_ALL;
     const bool b_on = B_ALL >= THREADS || tid < B_ALL;
-    const bool vecA = K % 4 == 0 && aligned16(A);         // uniform over the block
-    const bool vecB = N % 4 == 0 && aligned16(B);
+    const bool vecA = VEC && K % 4 == 0 && aligned16(A);  // uniform over the block
+    const bool vecB = VEC && N % 4 == 0 && aligned16(B);
     const int a_off = a_row * K + a_k, b_off = b_k * N + b_n;
     const float* A_blk = A + (size_t)row0 * K;            // the block's rows of A
     const float* B_blk = B + col0;                        // the block's columns of B
@@ -196,18 +308,26 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
             acc[i][j] = 0.0f;
 
     // Tile 0 into stage 0.
-    if (a_on) {
-        load_tile<A_RS, A_KQ>(ra, 0, A_F4, A_blk, a_off, K, M - row0, K, vecA, blkA && BK <= K);
-        store_a<A_RS>(As[0], ra, 0, A_F4, a_row, a_k);
-    }
-    if (b_on) {
-        load_tile<B_RS, B_NQ>(rb, 0, B_F4, B_blk, b_off, N, K, N - col0, vecB, blkB && BK <= K);
-        store_b<B_RS>(Bs[0], rb, 0, B_F4, b_k, b_n);
+    if (ASYNC) {
+        if (a_on)
+            copy_a<AT, A_RS, A_KQ>(As[0], 0, A_F4, A_blk, K, M - row0, K, blkA && BK <= K, A);
+        if (b_on)
+            copy_b<B_RS>(Bs[0], 0, B_F4, B_blk, N, K, N - col0, vecB, blkB && BK <= K, B);
+        copies_done();
+    } else {
+        if (a_on) {
+            load_tile<A_RS, A_KQ>(ra, 0, A_F4, A_blk, a_off, K, M - row0, K, vecA, blkA && BK <= K);
+            store_a<AT, A_RS, A_KQ>(As[0], ra, 0, A_F4);
+        }
+        if (b_on) {
+            load_tile<B_RS, B_NQ>(rb, 0, B_F4, B_blk, b_off, N, K, N - col0, vecB, blkB && BK <= K);
+            store_b<B_RS>(Bs[0], rb, 0, B_F4);
+        }
     }
     __syncthreads();
 #pragma unroll
     for (int s = 0; s < SUB_M; ++s)
-        fa[0][s] = *reinterpret_cast<const float4*>(&As[0][0][frag_m + s * LANES_M * 4]);
+        fa[0][s] = *reinterpret_cast<const float4*>(&As[0][frag_m + AT::at(0, s * LANES_M * 4)]);
 #pragma unroll
     for (int s = 0; s < SUB_N; ++s)
         fb[0][s] = *reinterpret_cast<const float4*>(&Bs[0][0][frag_n + s * LANES_N * 4]);
@@ -227,7 +347,15 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
             for (int k = 0; k < BK; ++k) {
                 const int cur = k % 2, nxt = (k + 1) % 2;
                 const int ph = k / STEPS;                 // a constant once the loop is unrolled
-                if (next && k % STEPS == 0) {             // issue a phase of the next tile's loads now...
+                if (ASYNC && next && k % STEPS == 0) {    // copy a phase of the next tile into the other stage
+                    if (a_on)
+                        copy_a<AT, A_RS, A_KQ>(As[buf ^ 1], ph * A_PH, (ph + 1) * A_PH, A_blk + k0, K, M - row0,
+                                               K - k0, FAST || fastA, A);
+                    if (b_on)
+                        copy_b<B_RS>(Bs[buf ^ 1], ph * B_PH, (ph + 1) * B_PH, B_blk + (size_t)k0 * N, N, K - k0,
+                                     N - col0, vecB, FAST || fastB, B);
+                }
+                if (!ASYNC && STAGES == 2 && next && k % STEPS == 0) {  // issue a phase of the next tile's loads now...
                     if (a_on)
                         load_tile<A_RS, A_KQ>(ra, ph * A_PH, (ph + 1) * A_PH, A_blk + k0, a_off, K, M - row0,
                                               K - k0, vecA, FAST || fastA);
@@ -235,25 +363,43 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
                         load_tile<B_RS, B_NQ>(rb, ph * B_PH, (ph + 1) * B_PH, B_blk + (size_t)k0 * N, b_off, N,
                                               K - k0, N - col0, vecB, FAST || fastB);
                 }
-                if (next && k % STEPS == STORE) {         // ...and store it STORE k-steps later, in the other
-                    if (a_on)                             // stage: nobody reads that one during this tile
-                        store_a<A_RS>(As[buf ^ 1], ra, ph * A_PH, (ph + 1) * A_PH, a_row, a_k);
+                if (!ASYNC && STAGES == 2 && next && k % STEPS == STORE) {  // ...and store it STORE k-steps
+                    if (a_on)                             // later, in the other stage: nobody reads that one now
+                        store_a<AT, A_RS, A_KQ>(As[buf ^ 1], ra, ph * A_PH, (ph + 1) * A_PH);
                     if (b_on)
-                        store_b<B_RS>(Bs[buf ^ 1], rb, ph * B_PH, (ph + 1) * B_PH, b_k, b_n);
+                        store_b<B_RS>(Bs[buf ^ 1], rb, ph * B_PH, (ph + 1) * B_PH);
                 }
                 if (k < BK - 1) {                         // fragments of step k+1
 #pragma unroll
                     for (int s = 0; s < SUB_M; ++s)
-                        fa[nxt][s] = *reinterpret_cast<const float4*>(&As[buf][k + 1][frag_m + s * LANES_M * 4]);
+                        fa[nxt][s] = *reinterpret_cast<const float4*>(
+                            &As[buf][frag_m + AT::at(k + 1, s * LANES_M * 4)]);
 #pragma unroll
                     for (int s = 0; s < SUB_N; ++s)
                         fb[nxt][s] = *reinterpret_cast<const float4*>(&Bs[buf][k + 1][frag_n + s * LANES_N * 4]);
                 } else if (next) {                        // last step: publish the next tile, then read its
-                    __syncthreads();                      // first fragments. The one barrier per K-tile: the
-                    buf ^= 1;                             // stage written next was last read before it
+                    if (STAGES == 1) {                    // first fragments. One stage: wait until every warp
+                        __syncthreads();                  // has read this tile, then load and store the next
+                        const unsigned t = fresh_tid();   // one (offsets recomputed here: held through the
+                        if (a_on) {                       // tile for this one use, they spill)
+                            load_tile<A_RS, A_KQ>(ra, 0, A_F4, A_blk + k0, int(t / A_KQ) * K + int(t % A_KQ) * 4, K,
+                                                  M - row0, K - k0, vecA, FAST || fastA);
+                            store_a<AT, A_RS, A_KQ>(As[0], ra, 0, A_F4);
+                        }
+                        if (b_on) {
+                            load_tile<B_RS, B_NQ>(rb, 0, B_F4, B_blk + (size_t)k0 * N,
+                                                  int(t / B_NQ) * N + int(t % B_NQ) * 4, N, K - k0, N - col0, vecB,
+                                                  FAST || fastB);
+                            store_b<B_RS>(Bs[0], rb, 0, B_F4);
+                        }
+                    }
+                    if (ASYNC)
+                        copies_done();
+                    __syncthreads();                      // Two stages: the one barrier per K-tile (the stage
+                    buf ^= STAGES - 1;                    // written next was last read before it)
 #pragma unroll
                     for (int s = 0; s < SUB_M; ++s)
-                        fa[nxt][s] = *reinterpret_cast<const float4*>(&As[buf][0][frag_m + s * LANES_M * 4]);
+                        fa[nxt][s] = *reinterpret_cast<const float4*>(&As[buf][frag_m + AT::at(0, s * LANES_M * 4)]);
 #pragma unroll
                     for (int s = 0; s < SUB_N; ++s)
                         fb[nxt][s] = *reinterpret_cast<const float4*>(&Bs[buf][0][frag_n + s * LANES_N * 4]);
@@ -328,6 +474,14 @@ __global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8(const f
 { fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 8>(A, B, C, M, N, K); }
 __global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_64x32_8x8(const float* A, const float* B, float* C, int M, int N, int K)
 { fast::gemm<128, 128, 16, 64, 32, 8, 8, 256, 1, 15, 8>(A, B, C, M, N, K); }
+// The same with cp.async copies instead of loads and stores through registers (sm_80 and later).
+__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8_async(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 8, 2, true, true, true>(A, B, C, M, N, K); }
+__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_64x32_8x8_async(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 16, 64, 32, 8, 8, 256, 1, 15, 8, 2, true, true, true>(A, B, C, M, N, K); }
+// Warps of 16x128: each warp spans the block's width, as the rows of threads of chapter 6 do (no warp tiling).
+__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_16x128_8x8(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 16, 16, 128, 8, 8, 256, 1, 15, 8>(A, B, C, M, N, K); }
 // 128x128 block, K-step 16, 4 warps of 64x64, 8x16 per thread: 128 threads, 2 blocks per SM (up to 255
 // registers). 6 float4 shared loads feed 128 FMAs. With 256x128x8_64x64_16x8, the fastest on an H200.
 __global__ void __launch_bounds__(128, 2) gemm_fast_128x128x16_64x64_8x16(const float* A, const float* B, float* C, int M, int N, int K)
@@ -355,4 +509,18 @@ __global__ void __launch_bounds__(128, 4) gemm_fast_64x128x8_32x64_8x8(const flo
 // 128x64 block, 4 warps of 64x32, 8x8 per thread: 128 threads, 4 blocks per SM.
 __global__ void __launch_bounds__(128, 4) gemm_fast_128x64x8_64x32_8x8(const float* A, const float* B, float* C, int M, int N, int K)
 { fast::gemm<128, 64, 8, 64, 32, 8, 8, 128, 1, 7, 8>(A, B, C, M, N, K); }
+
+// One technique off at a time, from gemm_fast_128x128x16_32x64_8x8 (chapter 7 measures each):
+// scalar global loads only,
+__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8_scalar(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 8, 2, false>(A, B, C, M, N, K); }
+// one stage of shared memory (the next tile loaded at the end of this one, between two barriers),
+__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8_onestage(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 8, 1>(A, B, C, M, N, K); }
+// every row of As padded by 4 floats instead of every fourth row skewed (2-way conflicts in the A stores),
+__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8_padded(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 8, 2, true, false>(A, B, C, M, N, K); }
+// blocks in plain row-major order (GROUP 1: no swizzle for L2).
+__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8_rowmajor(const float* A, const float* B, float* C, int M, int N, int K)
+{ fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 1>(A, B, C, M, N, K); }
 }

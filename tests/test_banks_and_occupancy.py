@@ -2,7 +2,7 @@
 
 import pytest
 
-from gemmlab import device, models
+from gemmlab import autotune, device, models
 
 LANES = range(32)
 
@@ -143,14 +143,25 @@ ptxas info    : Used 12 registers, used 0 barriers
     assert (b.function, b.registers, b.spill_store_bytes, b.shared_bytes) == ("hello", 12, 0, 0)
 
 
-def test_fast_kernel_transposing_stores_are_two_way():
-    """kernels/07_fast.cu stores each float4 of A as four scalars into As[k][m], rows of BM + 4 floats.
-    Lane l holds A row l / 4, k-quad (l % 4) * 4: quads 0 and 8 (and 4 and 12) land in one bank, so every
-    such store takes 2 wavefronts, which is the third of the store wavefronts Nsight Compute calls conflicts
-    for the 128x128x16 kernel with 64x64 warp tiles (16 of 48 per warp and tile). Rows of BM + 2 would
-    avoid it, but break the 16-byte alignment of the float4 fragment reads."""
-    def store(lda):
-        return models.bank_access([4 * (((lane % 4) * 4 + 0) * lda + lane // 4) for lane in LANES])
-    assert (store(128 + 4).wavefronts, store(128 + 4).extra_wavefronts) == (2, 1)
-    assert store(128 + 2).wavefronts == 1 and (4 * (128 + 2)) % 16 != 0
-    assert store(128).wavefronts == 4
+def test_fast_kernel_transposing_stores():
+    """kernels/07_fast.cu stores each float4 of A as four scalars into the transposed tile. Lane l holds A
+    row l / (BK/4), k-quad (l % (BK/4)) * 4. With every row padded by 4 floats (BM + 4), k-quads 0 and 8
+    land in one bank once BK >= 16: every such store takes 2 wavefronts (the third of the store
+    wavefronts Nsight Compute called conflicts for the 128x128x16 kernel). Rows of BM + 2 would avoid it
+    but break the 16-byte alignment of the float4 fragment reads; the skewed layout (a pad of 32/(BK/4)
+    floats every four rows) makes every store of every tuned configuration conflict-free."""
+    base = autotune.config("gemm_fast_128x128x16_32x64_8x8")
+    padded = autotune.config("gemm_fast_128x128x16_32x64_8x8_padded")
+    assert base.SKEW and not padded.SKEW and (base.BM, base.BK) == (padded.BM, padded.BK) == (128, 16)
+    for j in range(4):
+        assert models.bank_access(padded.a_store_addresses(0, j)).wavefronts == 2
+        assert models.bank_access(base.a_store_addresses(0, j)).wavefronts == 1
+    plus2 = [4 * (((lane % 4) * 4) * (128 + 2) + lane // 4) for lane in LANES]
+    assert models.bank_access(plus2).wavefronts == 1 and (4 * (128 + 2)) % 16 != 0
+    for c in autotune.search_space():
+        assert c.SKEW and all(models.bank_access(c.a_store_addresses(w, j, i)).wavefronts == 1
+                              for w in range(c.THREADS // 32) for j in range(4)
+                              for i in range(max(c.BM * c.BK // 4 // c.THREADS, 1))), c.function
+        assert all(c.a_offset(k, 0) % 4 == 0 for k in range(c.BK)), "fragment reads must stay 16-byte aligned"
+        offsets = {c.a_offset(k, m) for k in range(c.BK) for m in range(c.BM)}
+        assert len(offsets) == c.BK * c.BM and max(offsets) < c.a_tile_floats, "the layout is one-to-one and fits"
