@@ -48,11 +48,16 @@ class FastConfig:
         return not (self.VEC and self.SKEW and self.STAGES == 2 and self.GROUP > 1)
 
     @property
+    def _a_layout(self) -> tuple[int, int]:
+        """Floats from one row of the transposed A tile to the next, and from one group of four rows to
+        the next (the kernel's ``ATile::ROW`` and ``ATile::GROUP``)."""
+        row = self.BM if self.SKEW else self.BM + 4
+        return row, (4 * self.BM + 32 // max(self.BK // 4, 1) if self.SKEW else 4 * row)
+
+    @property
     def a_tile_floats(self) -> int:
         """Floats in one stage of the transposed A tile (the kernel's ``ATile::FLOATS``)."""
-        if self.SKEW:
-            return (self.BK // 4) * (4 * self.BM + 32 // max(self.BK // 4, 1))
-        return self.BK * (self.BM + 4)
+        return -(-self.BK // 4) * self._a_layout[1]
 
     @property
     def warps(self) -> int:
@@ -60,8 +65,7 @@ class FastConfig:
 
     def a_offset(self, k: int, m: int) -> int:
         """Where element (k, m) of the transposed A tile lies in a stage, in floats (``ATile::at``)."""
-        row = self.BM if self.SKEW else self.BM + 4
-        group = 4 * self.BM + 32 // max(self.BK // 4, 1) if self.SKEW else 4 * row
+        row, group = self._a_layout
         return (k // 4) * group + (k % 4) * row + m
 
     def a_store_addresses(self, warp: int, j: int, i: int = 0) -> list[int]:

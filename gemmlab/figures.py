@@ -122,6 +122,27 @@ def speed_sweep(sizes, series: dict[str, list[float]], title: str, ylabel: str =
     return fig
 
 
+def speed_bars(speeds: dict[str, float], reference: tuple[str, float], title: str = ""):
+    """One horizontal bar per kernel (TFLOP/s, in the order given), each labelled with its share of
+    ``reference`` = (name, TFLOP/s), which is drawn as a dashed line."""
+    import matplotlib.pyplot as plt
+
+    names = list(speeds)
+    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(names) + 1.2), layout="constrained")
+    bars = ax.barh(range(len(names)), [speeds[n] for n in names], color="tab:blue")
+    ax.axvline(reference[1], color="0.3", ls="--", lw=1, label=f"{reference[0]} {reference[1]:.1f} TFLOP/s")
+    for b, n in zip(bars, names):
+        ax.annotate(f"{speeds[n]:.1f} ({speeds[n] / reference[1]:.0%})", (b.get_width(), b.get_y() + b.get_height() / 2),
+                    va="center", fontsize=8, xytext=(3, 0), textcoords="offset points")
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlim(0, reference[1] * 1.2)
+    ax.set_xlabel("TFLOP/s (FP32)")
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
 def ladder(data: dict, title: str = ""):
     """The ladder (``bench.to_json``'s dict): TFLOP/s of every kernel at every size, one group of bars
     per size, cuBLAS last in each group and each bar labelled with its share of cuBLAS."""
