@@ -1,14 +1,43 @@
 """gemmlab: the Python side of the course "Shared memory and matrix multiplication".
 
-Layers, bottom up (each imports only what is below it): :mod:`~gemmlab.gpu` (finding PyCUDA
-and a device), :mod:`~gemmlab.compile` and :mod:`~gemmlab.timing`, :mod:`~gemmlab.device`,
-:mod:`~gemmlab.launch`, :mod:`~gemmlab.bench`, and the command line (``python -m gemmlab``).
-:mod:`~gemmlab.models`, :mod:`~gemmlab.verify`, :mod:`~gemmlab.provenance`,
-:mod:`~gemmlab.tables`, :mod:`~gemmlab.source` and :mod:`~gemmlab.figures` need no GPU.
+The package is layered: each module imports only modules of its own layer or of the layers below
+(:data:`LAYERS`, bottom first; a CPU test walks every import and fails on a cycle or an import that
+goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the figures run anywhere.
+
+1. **No GPU**: :mod:`~gemmlab.limits` (CUDA limits, once), :mod:`~gemmlab.models` (global-memory
+   traffic, intensity, roofline), :mod:`~gemmlab.banks` (the bank model), :mod:`~gemmlab.occupancy`
+   (the calculator), :mod:`~gemmlab.verify` (the float64 reference), :mod:`~gemmlab.fast_configs`
+   (chapter 7's configurations), :mod:`~gemmlab.compile_units` (what nvcc gets for each file),
+   :mod:`~gemmlab.provenance`, :mod:`~gemmlab.source`, :mod:`~gemmlab.tables`, :mod:`~gemmlab.figures`,
+   :mod:`~gemmlab.workbench`, :mod:`~gemmlab.barriers` (the static barrier check) and
+   :mod:`~gemmlab.watchdog` (child processes under a timeout).
+2. **Finding PyCUDA, the driver and a GPU**: :mod:`~gemmlab.gpu`.
+3. **Compiling and timing**: :mod:`~gemmlab.compiler`, :mod:`~gemmlab.timing`.
+4. **The device's limits**: :mod:`~gemmlab.device`.
+5. **Launching**: :mod:`~gemmlab.checks` (inputs), :mod:`~gemmlab.gemm` (the GEMM kernel class),
+   :mod:`~gemmlab.probes` (the kernels that are not GEMMs).
+6. **Every kernel by name**: :mod:`~gemmlab.registry`.
+7. **Measuring**: :mod:`~gemmlab.bench` (the ladder), :mod:`~gemmlab.ceilings`, :mod:`~gemmlab.tuning`,
+   :mod:`~gemmlab.nsight` (counters), :mod:`~gemmlab.driver` (the driver's occupancy),
+   :mod:`~gemmlab.exercises` (checking a reader's kernel).
+8. **The command line**: ``python -m gemmlab``.
 """
 
 from .gpu import GPUUnavailable
-from .launch import kernels
+from .registry import kernels, lookup
 
-__all__ = ["GPUUnavailable", "kernels"]
+__all__ = ["GPUUnavailable", "LAYERS", "kernels", "lookup"]
 __version__ = "0.1.0"
+
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "compile_units", "provenance",
+                "source", "tables", "figures", "workbench", "barriers", "watchdog")),
+    ("finding PyCUDA, the driver and a GPU", ("gpu",)),
+    ("compiling and timing", ("compiler", "timing")),
+    ("the device's limits", ("device",)),
+    ("launching", ("checks", "gemm", "probes")),
+    ("every kernel by name", ("registry",)),
+    ("measuring", ("bench", "ceilings", "tuning", "nsight", "driver", "exercises")),
+    ("the command line", ("__main__",)),
+)
+"""The layers, bottom first, each a pair of what the layer does and its modules."""

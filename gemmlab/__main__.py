@@ -30,14 +30,14 @@ def main(argv=None) -> int:
     b.add_argument("--json", type=Path, default=Path("results/bench.json"), help="where to write the JSON")
     sub.add_parser("info", help="the device's properties and derived ceilings")
     r = sub.add_parser("run", help="run one GEMM kernel once on random operands and check it (for profilers)")
-    r.add_argument("kernel", help="a name from gemmlab.launch.known_kernels()")
+    r.add_argument("kernel", help="a name from gemmlab.registry.known()")
     r.add_argument("size", type=_size, help="N or MxNxK")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--extra-shared", type=int, default=0, help="unused dynamic shared memory per block, in bytes")
     args = parser.parse_args(argv)
 
-    from .launch import kernels, known_kernels
-    known = known_kernels() if args.command == "run" else kernels()
+    from . import registry
+    known = registry.known() if args.command == "run" else registry.kernels()
     asked = [args.kernel] if args.command == "run" else (args.kernels or []) if args.command == "bench" else []
     unknown = [k for k in asked if k not in known]
     if unknown:                     # a typo is answered before anything looks for a GPU
@@ -52,10 +52,10 @@ def main(argv=None) -> int:
             print(tables.table(device.properties_table(spec), ["property", "value"], ["<", "<"]))
             return 0
         if args.command == "run":
-            from . import launch, verify
+            from . import verify
             M, N, K = args.size
             A, B = verify.random_operands(M, N, K, args.seed)
-            verdict = verify.check(launch.lookup(args.kernel)(A, B, extra_shared=args.extra_shared), A, B)
+            verdict = verify.check(known[args.kernel](A, B, extra_shared=args.extra_shared), A, B)
             print(f"{args.kernel} {M}x{N}x{K}: {verdict}")
             return 0 if verdict.ok else 1
         from . import bench

@@ -1,8 +1,8 @@
 """The CUDA driver's own occupancy answer, for what PyCUDA does not expose.
 
-Chapter 5 checks :func:`gemmlab.models.occupancy` against
+Chapter 5 checks :func:`gemmlab.occupancy.calculate` against
 ``cuOccupancyMaxActiveBlocksPerMultiprocessor``. PyCUDA has no binding for it, so this module
-calls ``libcuda`` through ``ctypes``: it loads the same cubin that :func:`gemmlab.compile.load`
+calls ``libcuda`` through ``ctypes``: it loads the same cubin that :func:`gemmlab.compiler.load`
 built into the current (PyCUDA) context and asks the driver about one of its functions.
 """
 
@@ -12,9 +12,7 @@ import ctypes
 import functools
 from dataclasses import dataclass
 
-from . import compile as _compile
-from . import gpu
-from .launch import needs_shared_opt_in
+from . import compiler, device, gpu, limits, occupancy
 
 # CUfunction_attribute values from cuda.h
 _ATTR_MAX_DYNAMIC_SHARED = 8
@@ -47,7 +45,7 @@ _modules: dict[int, ctypes.c_void_p] = {}
 _functions: dict[tuple[int, str], ctypes.c_void_p] = {}
 
 
-def _function(compiled: _compile.CompiledFile, name: str) -> ctypes.c_void_p:
+def _function(compiled: compiler.CompiledFile, name: str) -> ctypes.c_void_p:
     """The CUfunction ``name`` of ``compiled``'s cubin; the cubin is loaded once per file version."""
     key = (id(compiled), name)
     if key not in _functions:
@@ -66,9 +64,9 @@ def max_active_blocks(source: str, function: str, threads_per_block: int, dynami
     """Blocks of ``function`` (in kernel file ``source``) that the driver says fit on one SM at once,
     for blocks of ``threads_per_block`` threads with ``dynamic_shared_bytes`` of dynamic shared memory."""
     gpu.cuda()
-    compiled = _compile.load(source)
+    compiled = compiler.load(source)
     fn = _function(compiled, function)
-    if needs_shared_opt_in(compiled.resources(function).shared_bytes, dynamic_shared_bytes):   # as a launch would
+    if limits.needs_shared_opt_in(compiled.resources(function).shared_bytes, dynamic_shared_bytes):   # as a launch would
         _call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(dynamic_shared_bytes))
     blocks = ctypes.c_int()
     _call("cuOccupancyMaxActiveBlocksPerMultiprocessor", ctypes.byref(blocks), fn,
@@ -86,7 +84,7 @@ class OccupancyCase:
     static_shared: int
     threads: int
     dynamic_shared: int
-    model: int                      # gemmlab.models.occupancy (0 where it says the block cannot run)
+    model: int                      # gemmlab.occupancy.calculate (0 where it says the block cannot run)
     driver: int                     # cuOccupancyMaxActiveBlocksPerMultiprocessor
     binding: tuple
 
@@ -97,11 +95,9 @@ class OccupancyCase:
 
 def compare(source: str, function: str, threads: int, dynamic_shared: int = 0) -> OccupancyCase:
     """The calculator and the driver on one kernel and launch configuration."""
-    from . import device, models
-
-    res = _compile.load(source).resources(function)
+    res = compiler.load(source).resources(function)
     try:
-        occ = models.occupancy(device.current(), threads, res.registers, res.shared_bytes + dynamic_shared)
+        occ = occupancy.calculate(device.current(), threads, res.registers, res.shared_bytes + dynamic_shared)
         model, binding = occ.blocks_per_sm, tuple(occ.binding)
     except ValueError:              # more registers or shared memory than one block may have
         model, binding = 0, ("does not fit",)
@@ -113,12 +109,10 @@ def sweep(functions, threads=(32, 64, 96, 128, 192, 256, 384, 512, 640, 768, 102
           dynamic_shared=(0, 1000, 4096, 12288, 24576, 40000, 49152, 65536, 100000, 150000, 200000)) -> list[OccupancyCase]:
     """:func:`compare` over every ``(source, function)`` × block size × dynamic shared memory that the
     function and the device allow (block sizes up to the function's maximum, shared memory up to the opt-in limit)."""
-    from . import device
-
     spec = device.current()
     cases = []
     for source, function in functions:
-        res = _compile.load(source).resources(function)
+        res = compiler.load(source).resources(function)
         for t in threads:
             for d in dynamic_shared:
                 if t <= res.max_threads_per_block and res.shared_bytes + d <= spec.shared_per_block_optin:

@@ -10,9 +10,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import compile as _compile
-from . import device as _device
-from . import gpu, launch, provenance, tables, verify
+from . import checks, compiler, device, gpu, provenance, tables, verify
 
 SIZES = ((1, 1, 1), (31, 33, 17), (64, 64, 64), (100, 37, 250), (257, 129, 65))
 
@@ -26,15 +24,15 @@ def check_kernel(source: str, function: str, block: tuple[int, int, int],
     from pycuda import gpuarray
     from pycuda.compiler import SourceModule
 
-    spec = _device.current()
-    launch.check_block(block, spec)
-    module = SourceModule(source, arch=_compile.arch(), no_extern_c=True, options=list(_compile.NVCC_OPTIONS))
+    spec = device.current()
+    checks.check_block(block, spec)
+    module = SourceModule(source, arch=compiler.arch(), no_extern_c=True, options=list(compiler.NVCC_OPTIONS))
     kernel = module.get_function(function)
     rows, ok = [], True
     for M, N, K in sizes:
         A, B = verify.random_operands(M, N, K, seed=M + 3 * N + 7 * K)
         g = tuple(grid(M, N))
-        launch.check_grid(g, spec)
+        checks.check_grid(g, spec)
         a, b = gpuarray.to_gpu(A), gpuarray.to_gpu(B)
         c = gpuarray.to_gpu(np.full((M, N), np.nan, np.float32))   # unwritten elements stay NaN and fail
         kernel(a.gpudata, b.gpudata, c.gpudata, np.int32(M), np.int32(N), np.int32(K), block=block, grid=g)

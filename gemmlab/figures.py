@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import models
+from . import banks, models
 
 
 def roofline(peak_flops: float, peak_bandwidth: float, *, measured_flops: float | None = None,
@@ -177,23 +177,23 @@ def bank_maps(accesses: dict, title: str = ""):
     """One panel per access: which bank each lane's words fall in. ``accesses`` maps a label to
     ``(byte_addresses, access_bytes)`` for the 32 lanes of one warp; a cell (lane, bank) is coloured by
     which of that bank's distinct words the lane reads (one colour per bank: conflict-free), and each
-    panel's title gives the wavefronts from :func:`gemmlab.models.bank_access`."""
+    panel's title gives the wavefronts from :func:`gemmlab.banks.bank_access`."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
 
     fig, axes = plt.subplots(1, len(accesses), figsize=(3.3 * len(accesses), 3.9), layout="constrained", squeeze=False)
     cmap = ListedColormap(["white"] + list(plt.get_cmap("viridis")(np.linspace(0, 1, 32))))
     for ax, (label, (addrs, width)) in zip(axes[0], accesses.items()):
-        grid = np.zeros((32, models.BANKS))
+        grid = np.zeros((32, banks.BANKS))
         order: dict[int, dict[int, int]] = {}            # bank -> word -> its rank among the bank's words
         for lane, a in enumerate(addrs):
-            for i in range(width // models.BANK_BYTES):
-                word = a // models.BANK_BYTES + i
-                ranks = order.setdefault(word % models.BANKS, {})
+            for i in range(width // banks.BANK_BYTES):
+                word = a // banks.BANK_BYTES + i
+                ranks = order.setdefault(word % banks.BANKS, {})
                 ranks.setdefault(word, len(ranks) + 1)
-                grid[lane, word % models.BANKS] = ranks[word]
+                grid[lane, word % banks.BANKS] = ranks[word]
         ax.imshow(grid, cmap=cmap, vmin=0, vmax=32, aspect="equal", interpolation="nearest")
-        acc = models.bank_access(addrs, width)
+        acc = banks.bank_access(addrs, width)
         ax.set_title(f"{label}\n{acc.wavefronts} wavefront{'s' * (acc.wavefronts != 1)} (ideal {acc.ideal})", fontsize=9)
         ax.set_xlabel("bank")
         ax.set_ylabel("lane")
@@ -205,7 +205,7 @@ def bank_maps(accesses: dict, title: str = ""):
 
 
 def occupancy_limits(kernels: dict, title: str = ""):
-    """For each kernel (``name: models.Occupancy``), the blocks per SM each resource allows, the
+    """For each kernel (``name: occupancy.Occupancy``), the blocks per SM each resource allows, the
     binding ones highlighted, and the resulting occupancy."""
     import matplotlib.pyplot as plt
 

@@ -32,13 +32,12 @@ class KernelSource:
 
 
 def extract(text: str, name: str) -> str:
-    """The definition of kernel ``name`` with the comment block just above it."""
+    """The definition of kernel ``name`` with the comment block (and preprocessor lines) just above it."""
     lines = text.splitlines()
     start = next((i for i, l in enumerate(lines) if re.search(rf"\b{re.escape(name)}\s*\(", l)), None)
     if start is None:
         raise KeyError(f"no function named {name!r} in the source")
-    while start > 0 and (lines[start - 1].startswith("//") or lines[start - 1].startswith("#define")
-                         or lines[start - 1].startswith("extern")):
+    while start > 0 and lines[start - 1].startswith(("//", "#", "extern")):   # comments, preprocessor lines
         start -= 1
     depth, end, opened = 0, start, False
     for end in range(start, len(lines)):

@@ -9,6 +9,8 @@ running, so the notebook that asked always gets an answer.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,14 +37,20 @@ class Outcome:
         return f"finished in {self.seconds:.1f} s"
 
 
-def run_isolated(code: str, timeout_s: float = 30.0) -> Outcome:
-    """Run ``python -c code`` with the course on its path; kill it (and its children) after ``timeout_s``."""
+def child_env() -> dict[str, str]:
+    """The environment of every child process gemmlab starts: this one's, with the course first on
+    ``PYTHONPATH`` (so the child imports the same gemmlab) and no empty entry (which would add the
+    child's working directory)."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(provenance.ROOT), os.environ.get("PYTHONPATH")])))
+
+
+def run_command(args: list[str], timeout_s: float) -> Outcome:
+    """Run ``args`` in a process session of its own with :func:`child_env`; kill the whole group after ``timeout_s``."""
     if timeout_s <= 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s}")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(provenance.ROOT), os.environ.get("PYTHONPATH")])))
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
+                            start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -53,6 +61,11 @@ def run_isolated(code: str, timeout_s: float = 30.0) -> Outcome:
     return Outcome(status, time.monotonic() - start, proc.returncode, out, err)
 
 
+def run_isolated(code: str, timeout_s: float = 30.0) -> Outcome:
+    """Run ``python -c code`` with the course on its path; kill it (and its children) after ``timeout_s``."""
+    return run_command([sys.executable, "-c", code], timeout_s)
+
+
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
 
@@ -61,29 +74,34 @@ class SanitizerReport:
     tool: str
     errors: int | None          # None when the tool could not run
     note: str
+    program_ok: bool = True     # the program under the tool exited with 0
 
     def __str__(self) -> str:
-        return f"{self.tool}: {self.errors} errors" if self.errors is not None else f"{self.tool}: {self.note}"
+        if self.errors is None:
+            return f"{self.tool}: {self.note}"
+        return f"{self.tool}: {self.errors} errors" + ("" if self.program_ok else f" ({self.note})")
+
+
+def find_sanitizer() -> str | None:
+    """Path of ``compute-sanitizer`` on PATH or in the CUDA toolkit's usual place, or None."""
+    return shutil.which("compute-sanitizer") or next(
+        (p for p in ("/usr/local/cuda/bin/compute-sanitizer",) if os.path.exists(p)), None)
 
 
 def run_sanitized(tool: str, code: str, timeout_s: float = 300.0) -> SanitizerReport:
     """Run ``python -c code`` under ``compute-sanitizer --tool TOOL`` in a child process (watchdog
-    included) and return how many errors it reported."""
-    import re
-    import shutil
-
+    included) and return how many errors it reported. The one sanitizer path of the course: chapter 3
+    and the GPU tests use it."""
     if tool not in SANITIZER_TOOLS:
         raise ValueError(f"tool must be one of {', '.join(SANITIZER_TOOLS)}, got {tool!r}")
-    exe = shutil.which("compute-sanitizer") or next(
-        (p for p in ("/usr/local/cuda/bin/compute-sanitizer",) if os.path.exists(p)), None)
+    exe = find_sanitizer()
     if exe is None:
         return SanitizerReport(tool, None, "compute-sanitizer is not installed on this machine")
-    wrapper = (f"import subprocess, sys; r = subprocess.run([{exe!r}, '--tool={tool}', sys.executable, '-c', {code!r}], "
-               "capture_output=True, text=True); print(r.stdout); print(r.stderr, file=sys.stderr); sys.exit(r.returncode)")
-    outcome = run_isolated(wrapper, timeout_s)
+    outcome = run_command([exe, f"--tool={tool}", sys.executable, "-c", code], timeout_s)
     if outcome.status == "timeout":
         return SanitizerReport(tool, None, str(outcome))
     m = re.search(r"(?:ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error)", outcome.stdout)
     if m is None:
         return SanitizerReport(tool, None, f"no summary in its output ({str(outcome)})")
-    return SanitizerReport(tool, int(m.group(1) or m.group(2)), "")
+    failed = "" if outcome.status == "ok" else f"the program itself {outcome}"
+    return SanitizerReport(tool, int(m.group(1) or m.group(2)), failed, program_ok=outcome.status == "ok")

@@ -51,27 +51,30 @@ extern "C" __global__ void copy_passes_f32(const float* __restrict__ src, float*
     }
 }
 
-// CHAINS independent accumulators per thread: an FMA's result is ready only after a few
+// FMA_CHAINS independent accumulators per thread: an FMA's result is ready only after a few
 // cycles, so one chain alone would leave the FP32 pipes idle between dependent FMAs.
 // The loop is unrolled 16 times so that its counter, compare and branch take a small share of
 // the instructions issued. x <- x*a + b converges to b / (1 - a); with a = b = 0.5 every chain
-// ends at 1.0, so each thread must write CHAINS * 1.0 and the host can check the work ran.
-#define CHAINS 8
+// ends at 1.0, so each thread must write FMA_CHAINS * 1.0 and the host can check the work ran.
+// The host counts FLOPs with the same number: gemmlab passes it (-DFMA_CHAINS, gemmlab/compile_units.py).
+#ifndef FMA_CHAINS
+#error "compile with -DFMA_CHAINS=<chains per thread>, as gemmlab does (gemmlab/compile_units.py)"
+#endif
 extern "C" __global__ void fma_f32(float* out, int iters, float a, float b)
 {
-    float x[CHAINS];
+    float x[FMA_CHAINS];
 #pragma unroll
-    for (int c = 0; c < CHAINS; ++c)
+    for (int c = 0; c < FMA_CHAINS; ++c)
         x[c] = (float)(threadIdx.x + c);
 #pragma unroll 16
     for (int it = 0; it < iters; ++it) {
 #pragma unroll
-        for (int c = 0; c < CHAINS; ++c)
+        for (int c = 0; c < FMA_CHAINS; ++c)
             x[c] = fmaf(x[c], a, b);
     }
     float sum = 0.0f;
 #pragma unroll
-    for (int c = 0; c < CHAINS; ++c)
+    for (int c = 0; c < FMA_CHAINS; ++c)
         sum += x[c];
     out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
 }

@@ -14,6 +14,10 @@
 // that every fragment read from shared memory is one float4 and the lanes of a warp read a few
 // contiguous float4 (broadcasts, no bank conflicts), and every store of C is a float4 that lines up
 // with its neighbours' into whole 128-byte rows.
+//
+// Entry points: none in this file. gemmlab (gemmlab/fast_configs.py) appends one per named
+// configuration: a struct of constants (BM = 128, BN = 128, ...) and an extern "C" kernel that
+// instantiates fast::gemm<Config> with it, under __launch_bounds__(THREADS, MIN_BLOCKS).
 
 namespace fast {
 
@@ -92,6 +96,18 @@ constexpr bool RECOMPUTE_STORE_INDICES = true;
 constexpr bool RECOMPUTE_STORE_INDICES = false;
 #endif
 
+// Thread t's place in a tile with Q float4 per row: row t/Q, first column 4*(t%Q). Below sm_86 it is
+// recomputed here from threadIdx; above, the caller's registers (row, col) are kept as they are.
+template <int Q>
+__device__ __forceinline__ void store_position(int& row, int& col)
+{
+    if (RECOMPUTE_STORE_INDICES) {
+        const unsigned t = fresh_tid();
+        row = t / Q;
+        col = (t % Q) * 4;
+    }
+}
+
 // Loads float4 number first..last-1 of this thread's share of a tile of A or B. The tile starts at
 // `tile` and has `ld` floats per row; thread t's float4 i holds row t/Q + i*RS, columns 4*(t%Q)..+3,
 // and lies at tile[off + i*RS*ld]. `rows` and `cols` are what is left of the matrix from the tile's
@@ -160,11 +176,7 @@ struct ATile {
 template <class AT, int RS, int Q, int N4>
 __device__ __forceinline__ void store_a(float* As, const float4 (&r)[N4], int first, int last, int row, int k)
 {
-    if (RECOMPUTE_STORE_INDICES) {                        // thread t: row t/Q, k-quad 4*(t%Q)
-        const unsigned t = fresh_tid();
-        row = t / Q;
-        k = (t % Q) * 4;
-    }
+    store_position<Q>(row, k);                            // row t/Q, k-quad 4*(t%Q)
     float* base = As + AT::at(k, row);
 #pragma unroll
     for (int i = first; i < last; ++i) {
@@ -182,11 +194,7 @@ template <class AT, int RS, int Q>
 __device__ __forceinline__ void copy_a(float* As, int first, int last, const float* __restrict__ tile, int ld,
                                        int rows, int cols, bool full, int row, int k, const float* safe)
 {
-    if (RECOMPUTE_STORE_INDICES) {
-        const unsigned t = fresh_tid();
-        row = t / Q;
-        k = (t % Q) * 4;
-    }
+    store_position<Q>(row, k);
     float* base = As + AT::at(k, row);                    // k is a multiple of 4, as in store_a
 #pragma unroll
     for (int i = first; i < last; ++i) {
@@ -204,11 +212,7 @@ template <int RS, int LD>
 __device__ __forceinline__ void copy_b(float (*Bs)[LD], int first, int last, const float* __restrict__ tile, int ld,
                                        int rows, int cols, bool vec, bool full, int k, int col, const float* safe)
 {
-    if (RECOMPUTE_STORE_INDICES) {                        // thread t: row t/(LD/4), column 4*(t%(LD/4))
-        const unsigned t = fresh_tid();
-        k = t / (LD / 4);
-        col = (t % (LD / 4)) * 4;
-    }
+    store_position<LD / 4>(k, col);                       // row t/(LD/4), column 4*(t%(LD/4))
 #pragma unroll
     for (int i = first; i < last; ++i) {
         const int r = k + i * RS;
@@ -229,30 +233,56 @@ __device__ __forceinline__ void copy_b(float (*Bs)[LD], int first, int last, con
 template <int RS, int N4, int LD>
 __device__ __forceinline__ void store_b(float (*Bs)[LD], const float4 (&r)[N4], int first, int last, int k, int col)
 {
-    if (RECOMPUTE_STORE_INDICES) {
-        const unsigned t = fresh_tid();
-        k = t / (LD / 4);
-        col = (t % (LD / 4)) * 4;
-    }
+    store_position<LD / 4>(k, col);
 #pragma unroll
     for (int i = first; i < last; ++i)
         *reinterpret_cast<float4*>(&Bs[k + i * RS][col]) = r[i];
 }
 
+// The block's tile of C, swizzled for L2: consecutive blocks walk GROUP block rows column by column,
+// so blocks running together share rows of A and columns of B in L2. A bijection of the grid
+// (ceil(N/BN), ceil(M/BM)) onto itself; returns (tile row, tile column).
+template <int GROUP>
+__device__ __forceinline__ int2 swizzled_block()
+{
+    const int pid = blockIdx.y * gridDim.x + blockIdx.x;
+    const int per_group = GROUP * gridDim.x;
+    const int first = (pid / per_group) * GROUP;
+    const int rows = min((int)gridDim.y - first, GROUP);
+    return make_int2(first + (pid % per_group) % rows, (pid % per_group) / rows);
+}
+
+// One k-step's fragments: this thread's SUB_M float4 of the A tile (column frag_m of As) and SUB_N
+// float4 of the B tile (column frag_n of Bs), its sub-blocks LANES*4 apart: one LDS.128 each.
+template <class AT, int LANES_M, int LANES_N, int SUB_M, int SUB_N, int LD>
+__device__ __forceinline__ void load_fragments(float4 (&fa)[SUB_M], float4 (&fb)[SUB_N], const float* As,
+                                               const float (*Bs)[LD], int k, int frag_m, int frag_n)
+{
+#pragma unroll
+    for (int s = 0; s < SUB_M; ++s)
+        fa[s] = *reinterpret_cast<const float4*>(&As[frag_m + AT::at(k, s * LANES_M * 4)]);
+#pragma unroll
+    for (int s = 0; s < SUB_N; ++s)
+        fb[s] = *reinterpret_cast<const float4*>(&Bs[k][frag_n + s * LANES_N * 4]);
+}
+
+// The kernel, for one configuration (a struct of constants; gemmlab generates one per configuration):
 // BM, BN, BK: block tile and K-step. WM, WN: warp tile. TM, TN: thread tile (multiples of 4).
-// THREADS: threads per block, one warp per warp tile. The next K-tile's global loads are split into
-// PHASES groups (fewer registers in flight); each group is issued at the first k-step of its phase
-// (BK/PHASES steps) and stored to shared memory STORE steps later, hiding the load's latency behind
+// THREADS: threads per block, one warp per warp tile. The next K-tile's global loads are issued at
+// the tile's first k-step and stored to shared memory at k-step STORE, hiding their latency behind
 // STORE steps of FMAs. GROUP: block rows per swizzle group.
 // Switches, all on in the tuned kernels: VEC, float4 global loads where legal (false: always scalar);
 // STAGES 2, the next tile loaded during this one into a second stage (1: loaded at the end of the
 // tile between two barriers, chapter 6's way); SKEW, As padded every four rows (false: every row, by 4
 // floats). ASYNC: cp.async copies instead of loads into registers and stores (needs STAGES 2).
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int THREADS, int PHASES, int STORE, int GROUP,
-          int STAGES = 2, bool VEC = true, bool SKEW = true, bool ASYNC = false>
+template <class Config>
 __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* __restrict__ B,
                                      float* __restrict__ C, int M, int N, int K)
 {
+    constexpr int BM = Config::BM, BN = Config::BN, BK = Config::BK, WM = Config::WM, WN = Config::WN;
+    constexpr int TM = Config::TM, TN = Config::TN, THREADS = Config::THREADS, STORE = Config::STORE;
+    constexpr int GROUP = Config::GROUP, STAGES = Config::STAGES;
+    constexpr bool VEC = Config::VEC, SKEW = Config::SKEW, ASYNC = Config::ASYNC;
     constexpr int WARPS_N = BN / WN;
     constexpr int LANES_M = WM / TM, LANES_N = WN / TN;   // how a warp's 32 lanes tile its warp tile
     constexpr int SUB_M = TM / 4, SUB_N = TN / 4;         // 4x4 sub-blocks per thread
@@ -261,24 +291,23 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
     constexpr int A_F4 = (A_ALL + THREADS - 1) / THREADS;  // float4 loads per thread per K-tile
     constexpr int B_F4 = (B_ALL + THREADS - 1) / THREADS;
     constexpr int A_RS = THREADS / A_KQ, B_RS = THREADS / B_NQ;  // rows between a thread's float4
-    constexpr int A_PH = A_F4 / PHASES, B_PH = B_F4 / PHASES;    // float4 per phase
-    constexpr int STEPS = BK / PHASES;                    // k-steps per phase
     using AT = ATile<BM, BK / 4, SKEW>;                   // the layout of the transposed A tile
+    // The same rules as gemmlab.fast_configs.FastConfig.problems (a CPU test checks that they agree).
+    // Static shared memory above 48 KiB needs no assert: the compiler refuses it.
     static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tile TM x TN must be made of 4x4 sub-blocks (float4 fragments)");
     static_assert(BM % WM == 0 && BN % WN == 0, "warp tile WM x WN must divide the block tile BM x BN");
     static_assert(WM % TM == 0 && WN % TN == 0 && LANES_M * LANES_N == 32,
                   "a warp tile must hold exactly 32 thread tiles: WM*WN == 32*TM*TN");
     static_assert(LANES_M % 2 == 0, "the lane layout pairs lanes along M: WM/TM must be even");
     static_assert(THREADS == (BM / WM) * (BN / WN) * 32, "THREADS must be one warp per warp tile");
+    static_assert(THREADS <= 1024, "a block has at most 1024 threads");
     static_assert(BK % 4 == 0, "BK must be a multiple of 4 (float4 loads of A along k)");
     static_assert((A_ALL % THREADS == 0 || THREADS % A_ALL == 0) && THREADS % A_KQ == 0,
                   "the BM x BK tile of A must split into whole float4 loads per thread (or fewer float4 than threads)");
     static_assert((B_ALL % THREADS == 0 || THREADS % B_ALL == 0) && THREADS % B_NQ == 0,
                   "the BK x BN tile of B must split into whole float4 loads per thread (or fewer float4 than threads)");
-    static_assert(A_F4 % PHASES == 0 && B_F4 % PHASES == 0 && BK % PHASES == 0,
-                  "PHASES must divide BK and each thread's float4 loads of A and of B");
-    static_assert(0 <= STORE && STORE < BK / PHASES, "STORE must be a k-step within a phase");
-    static_assert(STAGES * (AT::FLOATS + BK * BN) * 4 <= 48 * 1024, "the stages of A and B must fit 48 KB of static shared memory");
+    static_assert(0 <= STORE && STORE < BK, "STORE must be a k-step of the tile");
+    static_assert(GROUP >= 1, "GROUP must be at least one block row");
     static_assert(STAGES == 1 || STAGES == 2, "one stage or two");
     static_assert(!ASYNC || STAGES == 2, "cp.async copies into the second stage: STAGES must be 2");
     static_assert(!SKEW || (BK <= 32 && BM % 32 == 0), "the A skew needs BK <= 32 (pads of whole float4) and BM % 32 == 0");
@@ -286,14 +315,8 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
     __shared__ __align__(16) float As[STAGES][AT::FLOATS]; // A tile transposed: element (k, m) at AT::at(k, m)
     __shared__ __align__(16) float Bs[STAGES][BK][BN];    // B tile as is:      Bs[k][n]
 
-    // Swizzle: walk GROUP block rows column by column, so blocks running together share rows of A and
-    // columns of B in L2. A bijection of the grid (ceil(N/BN), ceil(M/BM)) onto itself.
-    const int pid = blockIdx.y * gridDim.x + blockIdx.x;
-    const int per_group = GROUP * gridDim.x;
-    const int first = (pid / per_group) * GROUP;
-    const int rows = min((int)gridDim.y - first, GROUP);
-    const int row0 = (first + (pid % per_group) % rows) * BM;
-    const int col0 = ((pid % per_group) / rows) * BN;
+    const int2 blk = swizzled_block<GROUP>();
+    const int row0 = blk.x * BM, col0 = blk.y * BN;
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     // Lanes in a (LANES_M x LANES_N) grid; each quarter warp covers 2 x 4 lanes, so its float4 reads hit
@@ -344,12 +367,7 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
         }
     }
     __syncthreads();
-#pragma unroll
-    for (int s = 0; s < SUB_M; ++s)
-        fa[0][s] = *reinterpret_cast<const float4*>(&As[0][frag_m + AT::at(0, s * LANES_M * 4)]);
-#pragma unroll
-    for (int s = 0; s < SUB_N; ++s)
-        fb[0][s] = *reinterpret_cast<const float4*>(&Bs[0][0][frag_n + s * LANES_N * 4]);
+    load_fragments<AT, LANES_M, LANES_N>(fa[0], fb[0], As[0], Bs[0], 0, frag_m, frag_n);
 
     const int tiles = (K + BK - 1) / BK;
     int buf = 0;
@@ -365,37 +383,30 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
 #pragma unroll
             for (int k = 0; k < BK; ++k) {
                 const int cur = k % 2, nxt = (k + 1) % 2;
-                const int ph = k / STEPS;                 // a constant once the loop is unrolled
-                if (ASYNC && next && k % STEPS == 0) {    // copy a phase of the next tile into the other stage
+                if (ASYNC && next && k == 0) {            // copy the next tile into the other stage
                     if (a_on)
-                        copy_a<AT, A_RS, A_KQ>(As[buf ^ 1], ph * A_PH, (ph + 1) * A_PH, A_blk + k0, K, M - row0,
-                                                    K - k0, FAST || fastA, a_row, a_k, A);
+                        copy_a<AT, A_RS, A_KQ>(As[buf ^ 1], 0, A_F4, A_blk + k0, K, M - row0, K - k0,
+                                               FAST || fastA, a_row, a_k, A);
                     if (b_on)
-                        copy_b<B_RS>(Bs[buf ^ 1], ph * B_PH, (ph + 1) * B_PH, B_blk + (size_t)k0 * N, N, K - k0,
-                                     N - col0, vecB, FAST || fastB, b_k, b_n, B);
+                        copy_b<B_RS>(Bs[buf ^ 1], 0, B_F4, B_blk + (size_t)k0 * N, N, K - k0, N - col0, vecB,
+                                     FAST || fastB, b_k, b_n, B);
                 }
-                if (!ASYNC && STAGES == 2 && next && k % STEPS == 0) {  // issue a phase of the next tile's loads now...
+                if (!ASYNC && STAGES == 2 && next && k == 0) {  // issue the next tile's loads now...
                     if (a_on)
-                        load_tile<A_RS, A_KQ>(ra, ph * A_PH, (ph + 1) * A_PH, A_blk + k0, a_off, K, M - row0,
-                                              K - k0, vecA, FAST || fastA);
+                        load_tile<A_RS, A_KQ>(ra, 0, A_F4, A_blk + k0, a_off, K, M - row0, K - k0, vecA,
+                                              FAST || fastA);
                     if (b_on)
-                        load_tile<B_RS, B_NQ>(rb, ph * B_PH, (ph + 1) * B_PH, B_blk + (size_t)k0 * N, b_off, N,
-                                              K - k0, N - col0, vecB, FAST || fastB);
+                        load_tile<B_RS, B_NQ>(rb, 0, B_F4, B_blk + (size_t)k0 * N, b_off, N, K - k0, N - col0,
+                                              vecB, FAST || fastB);
                 }
-                if (!ASYNC && STAGES == 2 && next && k % STEPS == STORE) {  // ...and store it STORE k-steps
-                    if (a_on)                             // later, in the other stage: nobody reads that one now
-                        store_a<AT, A_RS, A_KQ>(As[buf ^ 1], ra, ph * A_PH, (ph + 1) * A_PH, a_row, a_k);
+                if (!ASYNC && STAGES == 2 && next && k == STORE) {  // ...and store them at step STORE, in
+                    if (a_on)                             // the other stage: nobody reads that one now
+                        store_a<AT, A_RS, A_KQ>(As[buf ^ 1], ra, 0, A_F4, a_row, a_k);
                     if (b_on)
-                        store_b<B_RS>(Bs[buf ^ 1], rb, ph * B_PH, (ph + 1) * B_PH, b_k, b_n);
+                        store_b<B_RS>(Bs[buf ^ 1], rb, 0, B_F4, b_k, b_n);
                 }
                 if (k < BK - 1) {                         // fragments of step k+1
-#pragma unroll
-                    for (int s = 0; s < SUB_M; ++s)
-                        fa[nxt][s] = *reinterpret_cast<const float4*>(
-                            &As[buf][frag_m + AT::at(k + 1, s * LANES_M * 4)]);
-#pragma unroll
-                    for (int s = 0; s < SUB_N; ++s)
-                        fb[nxt][s] = *reinterpret_cast<const float4*>(&Bs[buf][k + 1][frag_n + s * LANES_N * 4]);
+                    load_fragments<AT, LANES_M, LANES_N>(fa[nxt], fb[nxt], As[buf], Bs[buf], k + 1, frag_m, frag_n);
                 } else if (next) {                        // last step: publish the next tile, then read its
                     if (STAGES == 1) {                    // first fragments. One stage: wait until every warp
                         __syncthreads();                  // has read this tile, then load and store the next
@@ -416,12 +427,7 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
                         copies_done();
                     __syncthreads();                      // Two stages: the one barrier per K-tile (the stage
                     buf ^= STAGES - 1;                    // written next was last read before it)
-#pragma unroll
-                    for (int s = 0; s < SUB_M; ++s)
-                        fa[nxt][s] = *reinterpret_cast<const float4*>(&As[buf][frag_m + AT::at(0, s * LANES_M * 4)]);
-#pragma unroll
-                    for (int s = 0; s < SUB_N; ++s)
-                        fb[nxt][s] = *reinterpret_cast<const float4*>(&Bs[buf][0][frag_n + s * LANES_N * 4]);
+                    load_fragments<AT, LANES_M, LANES_N>(fa[nxt], fb[nxt], As[buf], Bs[buf], 0, frag_m, frag_n);
                 }
                 float a[TM], b[TN];
 #pragma unroll
@@ -477,69 +483,3 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
 }
 
 }  // namespace fast
-
-extern "C" {
-// gemm_fast_<BM>x<BN>x<BK>_<WM>x<WN>_<TM>x<TN>: block = ((BM/WM)*(BN/WN)*32, 1, 1),
-// grid = (ceil(N/BN), ceil(M/BM), 1).
-// 128x128 block, K-step 8, 8 warps of 32x64 (2x4 warps), 8x8 per thread: 256 threads, 2 blocks per SM
-// (at most 128 registers). The classic configuration.
-__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x8_32x64_8x8(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 8, 32, 64, 8, 8, 256, 1, 6, 8>(A, B, C, M, N, K); }
-// The same with warps of 64x32 (4x2 warps).
-__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x8_64x32_8x8(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 8, 64, 32, 8, 8, 256, 1, 6, 8>(A, B, C, M, N, K); }
-// 128x128 block, K-step 16 (half the barriers and loop overhead per FMA), 8x8 per thread, 256 threads.
-__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 8>(A, B, C, M, N, K); }
-__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_64x32_8x8(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 16, 64, 32, 8, 8, 256, 1, 15, 8>(A, B, C, M, N, K); }
-// The same with cp.async copies instead of loads and stores through registers (sm_80 and later).
-__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8_async(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 8, 2, true, true, true>(A, B, C, M, N, K); }
-__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_64x32_8x8_async(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 16, 64, 32, 8, 8, 256, 1, 15, 8, 2, true, true, true>(A, B, C, M, N, K); }
-// Warps of 16x128: each warp spans the block's width, as the rows of threads of chapter 6 do (no warp tiling).
-__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_16x128_8x8(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 16, 16, 128, 8, 8, 256, 1, 15, 8>(A, B, C, M, N, K); }
-// 128x128 block, K-step 16, 4 warps of 64x64, 8x16 per thread: 128 threads, 2 blocks per SM (up to 255
-// registers). 6 float4 shared loads feed 128 FMAs. With 256x128x8_64x64_16x8, the fastest on an H200.
-__global__ void __launch_bounds__(128, 2) gemm_fast_128x128x16_64x64_8x16(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 16, 64, 64, 8, 16, 128, 1, 15, 8>(A, B, C, M, N, K); }
-// The same with 16x8 per thread.
-__global__ void __launch_bounds__(128, 2) gemm_fast_128x128x16_64x64_16x8(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 16, 64, 64, 16, 8, 128, 1, 15, 8>(A, B, C, M, N, K); }
-// 128x128 block, K-step 8, 4 warps of 64x64, 8x16 or 16x8 per thread: 128 threads, 2 blocks per SM.
-__global__ void __launch_bounds__(128, 2) gemm_fast_128x128x8_64x64_8x16(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 8, 64, 64, 8, 16, 128, 1, 7, 8>(A, B, C, M, N, K); }
-__global__ void __launch_bounds__(128, 2) gemm_fast_128x128x8_64x64_16x8(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 8, 64, 64, 16, 8, 128, 1, 7, 8>(A, B, C, M, N, K); }
-// 128x256 block, 8 warps of 64x64, 8x16 per thread: 256 threads, 1 block per SM.
-__global__ void __launch_bounds__(256, 1) gemm_fast_128x256x8_64x64_8x16(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 256, 8, 64, 64, 8, 16, 256, 1, 7, 8>(A, B, C, M, N, K); }
-// 128x256 block, 16 warps of 32x64, 8x8 per thread: 512 threads, 1 block per SM.
-__global__ void __launch_bounds__(512, 1) gemm_fast_128x256x8_32x64_8x8(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 256, 8, 32, 64, 8, 8, 512, 1, 7, 8>(A, B, C, M, N, K); }
-// 256x128 block, 8 warps of 64x64, 16x8 per thread: 256 threads, 1 block per SM (cuBLAS's own SIMT tile).
-__global__ void __launch_bounds__(256, 1) gemm_fast_256x128x8_64x64_16x8(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<256, 128, 8, 64, 64, 16, 8, 256, 1, 7, 8>(A, B, C, M, N, K); }
-// 64x128 block, 4 warps of 32x64, 8x8 per thread: 128 threads, 4 blocks per SM (more blocks for small sizes).
-__global__ void __launch_bounds__(128, 4) gemm_fast_64x128x8_32x64_8x8(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<64, 128, 8, 32, 64, 8, 8, 128, 1, 7, 8>(A, B, C, M, N, K); }
-// 128x64 block, 4 warps of 64x32, 8x8 per thread: 128 threads, 4 blocks per SM.
-__global__ void __launch_bounds__(128, 4) gemm_fast_128x64x8_64x32_8x8(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 64, 8, 64, 32, 8, 8, 128, 1, 7, 8>(A, B, C, M, N, K); }
-
-// One technique off at a time, from gemm_fast_128x128x16_32x64_8x8 (chapter 7 measures each):
-// scalar global loads only,
-__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8_scalar(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 8, 2, false>(A, B, C, M, N, K); }
-// one stage of shared memory (the next tile loaded at the end of this one, between two barriers),
-__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8_onestage(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 8, 1>(A, B, C, M, N, K); }
-// every row of As padded by 4 floats instead of every fourth row skewed (2-way conflicts in the A stores),
-__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8_padded(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 8, 2, true, false>(A, B, C, M, N, K); }
-// blocks in plain row-major order (GROUP 1: no swizzle for L2).
-__global__ void __launch_bounds__(256, 2) gemm_fast_128x128x16_32x64_8x8_rowmajor(const float* A, const float* B, float* C, int M, int N, int K)
-{ fast::gemm<128, 128, 16, 32, 64, 8, 8, 256, 1, 15, 1>(A, B, C, M, N, K); }
-}

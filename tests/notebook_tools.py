@@ -9,6 +9,10 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 
+# A solution that calls one of these needs a GPU: tests/gpu/test_exercise_solutions.py runs it there,
+# tests/test_notebooks.py runs the others on any machine.
+GPU_MODULES = ("gemmlab.kernels(", "registry.", "probes.", "bench.", "ceilings.", "tuning.", "exercises.", "nsight.", "driver.")
+
 
 def config() -> dict:
     return yaml.safe_load((ROOT / "_config.yml").read_text())

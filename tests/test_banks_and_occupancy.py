@@ -2,62 +2,62 @@
 
 import pytest
 
-from gemmlab import autotune, device, models
+from gemmlab import banks, device, fast_configs, occupancy
 
 LANES = range(32)
 
 
 @pytest.mark.parametrize("stride,wavefronts", [(1, 1), (2, 2), (4, 4), (3, 1), (32, 32), (33, 1), (16, 16), (0, 1)])
 def test_strided_float_accesses(stride, wavefronts):
-    assert models.bank_access([4 * stride * lane for lane in LANES]).wavefronts == wavefronts
+    assert banks.bank_access([4 * stride * lane for lane in LANES]).wavefronts == wavefronts
 
 
 def test_broadcast_and_multicast():
-    assert models.bank_access([128] * 32).wavefronts == 1                               # one word, every lane
-    assert models.bank_access([4 * (lane % 4) for lane in LANES]).wavefronts == 1      # four words, 8 lanes each
-    assert models.bank_access([0, 128, 0, 128]).wavefronts == 2                         # two words of bank 0
+    assert banks.bank_access([128] * 32).wavefronts == 1                               # one word, every lane
+    assert banks.bank_access([4 * (lane % 4) for lane in LANES]).wavefronts == 1      # four words, 8 lanes each
+    assert banks.bank_access([0, 128, 0, 128]).wavefronts == 2                         # two words of bank 0
 
 
 def test_tiled_kernel_reads_are_conflict_free():
     """As[ty][k] (same row and k for a warp of 32 x-neighbours: broadcast) and Bs[k][tx] (one row)."""
     T, ty, k = 32, 5, 7
-    As = models.array_addresses([ty] * 32, [k] * 32, T)
-    Bs = models.array_addresses([k] * 32, list(LANES), T, base=4 * T * T)
-    assert models.bank_access(As).wavefronts == 1 and models.bank_access(Bs).wavefronts == 1
+    As = banks.array_addresses([ty] * 32, [k] * 32, T)
+    Bs = banks.array_addresses([k] * 32, list(LANES), T, base=4 * T * T)
+    assert banks.bank_access(As).wavefronts == 1 and banks.bank_access(Bs).wavefronts == 1
 
 
 def test_column_reads_conflict_and_padding_fixes_them():
-    column = models.array_addresses(list(LANES), [3] * 32, 32)          # Bs[tx][k]: a column of a 32x32 tile
-    padded = models.array_addresses(list(LANES), [3] * 32, 33)          # the same with [32][33]
-    assert models.bank_access(column).wavefronts == 32
-    assert models.bank_access(padded).wavefronts == 1
-    assert models.bank_access(column).extra_wavefronts == 31
+    column = banks.array_addresses(list(LANES), [3] * 32, 32)          # Bs[tx][k]: a column of a 32x32 tile
+    padded = banks.array_addresses(list(LANES), [3] * 32, 33)          # the same with [32][33]
+    assert banks.bank_access(column).wavefronts == 32
+    assert banks.bank_access(padded).wavefronts == 1
+    assert banks.bank_access(column).extra_wavefronts == 31
 
 
 def test_wide_accesses_are_served_in_groups_of_128_bytes():
     """A float4 per lane: groups of 8 lanes (16 when lanes pair up), each as many passes as its busiest bank."""
-    consecutive = models.bank_access([16 * lane for lane in LANES], access_bytes=16)
+    consecutive = banks.bank_access([16 * lane for lane in LANES], access_bytes=16)
     assert (consecutive.wavefronts, consecutive.ideal, consecutive.extra_wavefronts) == (4, 4, 0)
-    broadcast = models.bank_access([256] * 32, access_bytes=16)       # As[ty][k..k+3] in the tiled kernel
+    broadcast = banks.bank_access([256] * 32, access_bytes=16)       # As[ty][k..k+3] in the tiled kernel
     assert (broadcast.wavefronts, broadcast.extra_wavefronts) == (2, 0)
-    quads = models.bank_access([16 * (lane % 4) for lane in LANES], access_bytes=16)   # lanes n, n^1 differ
+    quads = banks.bank_access([16 * (lane % 4) for lane in LANES], access_bytes=16)   # lanes n, n^1 differ
     assert (quads.wavefronts, quads.extra_wavefronts) == (4, 0)
-    column = models.bank_access([128 * lane for lane in LANES], access_bytes=16)       # Bs[tx][k..k+3], 32x32
+    column = banks.bank_access([128 * lane for lane in LANES], access_bytes=16)       # Bs[tx][k..k+3], 32x32
     assert (column.wavefronts, column.extra_wavefronts) == (32, 28)
-    strided = models.bank_access([32 * (lane % 16) for lane in LANES], access_bytes=16)  # 8 lanes 32 bytes apart
+    strided = banks.bank_access([32 * (lane % 16) for lane in LANES], access_bytes=16)  # 8 lanes 32 bytes apart
     assert (strided.wavefronts, strided.extra_wavefronts) == (8, 4)
-    two_rows = models.bank_access([0] * 16 + [256] * 16, access_bytes=16)           # two rows 64 words apart
+    two_rows = banks.bank_access([0] * 16 + [256] * 16, access_bytes=16)           # two rows 64 words apart
     assert (two_rows.wavefronts, two_rows.extra_wavefronts) == (2, 0)
-    assert models.bank_access([8 * lane for lane in LANES], access_bytes=8).wavefronts == 2
+    assert banks.bank_access([8 * lane for lane in LANES], access_bytes=8).wavefronts == 2
 
 
 def test_bank_model_limits():
     with pytest.raises(ValueError, match="4-, 8- and 16-byte"):
-        models.bank_access([0], access_bytes=12)
+        banks.bank_access([0], access_bytes=12)
     with pytest.raises(ValueError, match="aligned"):
-        models.bank_access([4], access_bytes=16)
+        banks.bank_access([4], access_bytes=16)
     with pytest.raises(ValueError, match="32 lanes"):
-        models.bank_access(range(0, 4 * 33, 4))
+        banks.bank_access(range(0, 4 * 33, 4))
 
 
 # Published limits: CUDA C++ Programming Guide, technical specifications per compute capability.
@@ -74,25 +74,25 @@ def test_bank_model_limits():
     (device.H200, 96, 40, 0, 16, {"registers"}),                    # 12 warps per sub-partition, not 65536 // 1280 = 51
 ])
 def test_occupancy_on_published_cases(spec, threads, regs, smem, blocks, binding):
-    o = models.occupancy(spec, threads, regs, smem)
+    o = occupancy.calculate(spec, threads, regs, smem)
     assert o.blocks_per_sm == blocks
     assert set(o.binding) == binding
     assert o.warps_per_sm == blocks * -(-threads // 32)
 
 
 def test_occupancy_fraction_and_errors():
-    assert models.occupancy(device.H200, 1024, 31, 8192).occupancy == 1.0
-    assert models.occupancy(device.H200, 256, 128, 0).occupancy == 0.25
+    assert occupancy.calculate(device.H200, 1024, 31, 8192).occupancy == 1.0
+    assert occupancy.calculate(device.H200, 256, 128, 0).occupancy == 0.25
     with pytest.raises(ValueError, match="between 1 and 1024"):
-        models.occupancy(device.H200, 2048, 32)
+        occupancy.calculate(device.H200, 2048, 32)
     with pytest.raises(ValueError, match="exceed this device's maximum"):
-        models.occupancy(device.T4, 128, 32, 65 * 1024)
+        occupancy.calculate(device.T4, 128, 32, 65 * 1024)
     with pytest.raises(ValueError, match="registers a block may use"):
-        models.occupancy(device.T4, 1024, 255)
+        occupancy.calculate(device.T4, 1024, 255)
 
 
 def test_opcode_counts_reads_sass_listings():
-    from gemmlab.compile import opcode_counts
+    from gemmlab.compiler import opcode_counts
 
     sass = """
         /*0290*/                   LDS.U.128 R8, [R5] ;                 /* 0x0000000005087984 */
@@ -110,23 +110,23 @@ def test_tiled_kernels_shared_traffic():
     """Per warp and phase: T/4 broadcast LDS.128 (2 wavefronts) and T conflict-free LDS in every plain
     kernel, so 1.2 wavefronts per load instruction whatever T; the transposed B tile costs 32 per LDS.128."""
     for T in (8, 16, 32):
-        t = models.tiled_shared_traffic(1024, 1024, 1024, T)
+        t = banks.tiled_shared_traffic(1024, 1024, 1024, T)
         assert t.load_instructions == 1024**3 // 32 * 5 // 4    # (T/4 + T) per warp-phase = 1.25 per FMA of a warp
         assert t.load_wavefronts * 5 == t.load_instructions * 6 and t.load_conflicts == 0 and t.store_conflicts == 0
-        assert t.store_instructions == 2 * models.tiled_warp_phases(1024, 1024, 1024, T)
-    bad = models.tiled_shared_traffic(1024, 1024, 1024, 32, "transposed")
-    assert bad.load_wavefronts == models.tiled_warp_phases(1024, 1024, 1024, 32) * (8 * 2 + 8 * 32)
-    assert bad.store_conflicts == models.tiled_warp_phases(1024, 1024, 1024, 32) * 31
-    padded = models.tiled_shared_traffic(1000, 1000, 1000, 32, "padded")
-    assert padded == models.tiled_shared_traffic(1000, 1000, 1000, 32, "plain")
+        assert t.store_instructions == 2 * banks.tiled_warp_phases(1024, 1024, 1024, T)
+    bad = banks.tiled_shared_traffic(1024, 1024, 1024, 32, "transposed")
+    assert bad.load_wavefronts == banks.tiled_warp_phases(1024, 1024, 1024, 32) * (8 * 2 + 8 * 32)
+    assert bad.store_conflicts == banks.tiled_warp_phases(1024, 1024, 1024, 32) * 31
+    padded = banks.tiled_shared_traffic(1000, 1000, 1000, 32, "padded")
+    assert padded == banks.tiled_shared_traffic(1000, 1000, 1000, 32, "plain")
     with pytest.raises(ValueError, match="layout"):
-        models.tiled_shared_instructions(32, "diagonal")
+        banks.tiled_shared_instructions(32, "diagonal")
     with pytest.raises(ValueError, match="T = 8, 16 or 32"):
-        models.tiled_shared_instructions(64)
+        banks.tiled_shared_instructions(64)
 
 
 def test_parse_ptxas_report():
-    from gemmlab.compile import parse_ptxas
+    from gemmlab.compiler import parse_ptxas
 
     report = """ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function 'gemm_regtile_2d' for 'sm_90'
@@ -150,16 +150,16 @@ def test_fast_kernel_transposing_stores():
     wavefronts Nsight Compute called conflicts for the 128x128x16 kernel). Rows of BM + 2 would avoid it
     but break the 16-byte alignment of the float4 fragment reads; the skewed layout (a pad of 32/(BK/4)
     floats every four rows) makes every store of every tuned configuration conflict-free."""
-    base = autotune.config("gemm_fast_128x128x16_32x64_8x8")
-    padded = autotune.config("gemm_fast_128x128x16_32x64_8x8_padded")
+    base = fast_configs.config("gemm_fast_128x128x16_32x64_8x8")
+    padded = fast_configs.config("gemm_fast_128x128x16_32x64_8x8_padded")
     assert base.SKEW and not padded.SKEW and (base.BM, base.BK) == (padded.BM, padded.BK) == (128, 16)
     for j in range(4):
-        assert models.bank_access(padded.a_store_addresses(0, j)).wavefronts == 2
-        assert models.bank_access(base.a_store_addresses(0, j)).wavefronts == 1
+        assert banks.bank_access(padded.a_store_addresses(0, j)).wavefronts == 2
+        assert banks.bank_access(base.a_store_addresses(0, j)).wavefronts == 1
     plus2 = [4 * (((lane % 4) * 4) * (128 + 2) + lane // 4) for lane in LANES]
-    assert models.bank_access(plus2).wavefronts == 1 and (4 * (128 + 2)) % 16 != 0
-    for c in autotune.search_space():
-        assert c.SKEW and all(models.bank_access(c.a_store_addresses(w, j, i)).wavefronts == 1
+    assert banks.bank_access(plus2).wavefronts == 1 and (4 * (128 + 2)) % 16 != 0
+    for c in fast_configs.search_space():
+        assert c.SKEW and all(banks.bank_access(c.a_store_addresses(w, j, i)).wavefronts == 1
                               for w in range(c.THREADS // 32) for j in range(4)
                               for i in range(max(c.BM * c.BK // 4 // c.THREADS, 1))), c.function
         assert all(c.a_offset(k, 0) % 4 == 0 for k in range(c.BK)), "fragment reads must stay 16-byte aligned"

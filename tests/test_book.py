@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 # and names the reference must contain whatever else changes.
 _PACKAGE = str(Path(__file__).resolve().parent.parent / "gemmlab")
 API_MODULES = ["gemmlab"] + sorted(f"gemmlab.{m.name}" for m in pkgutil.iter_modules([_PACKAGE]) if not m.name.startswith("_"))
-API_MUST_HAVE = ["gemmlab.launch.check_gemm_shapes", "gemmlab.device.peak_fp32_flops",
+API_MUST_HAVE = ["gemmlab.checks.check_gemm_shapes", "gemmlab.device.peak_fp32_flops",
                  "gemmlab.gpu.GPUUnavailable", "gemmlab.verify.check", "gemmlab.kernels"]
 
 

@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-from gemmlab import device, launch
-from gemmlab.launch import DeviceMemoryError, GemmKernel, LaunchConfigError
+from gemmlab import checks, device, limits, probes, registry
+from gemmlab.checks import DeviceMemoryError, LaunchConfigError
+from gemmlab.gemm import GemmKernel
 
-TILED = launch.kernels()["tiled32"]
+TILED = registry.kernels()["tiled32"]
 GiB = 2**30
 
 
@@ -85,9 +86,9 @@ def test_block_beyond_device_threads():
 
 def test_block_beyond_device_dimension():
     with pytest.raises(LaunchConfigError, match=r"block \(1, 1, 128\): z = 128 exceeds this device's limit of 64"):
-        launch.check_block((1, 1, 128), device.T4)
+        checks.check_block((1, 1, 128), device.T4)
     with pytest.raises(LaunchConfigError, match=r"three positive sizes"):
-        launch.check_block((0, 1, 1), device.T4)
+        checks.check_block((0, 1, 1), device.T4)
 
 
 def test_grid_beyond_device():
@@ -99,7 +100,7 @@ def test_grid_beyond_device():
 
 
 def test_kernels_are_listed_in_chapter_order_without_a_gpu():
-    ks = launch.kernels()
+    ks = registry.kernels()
     assert list(ks) == ["naive", "tiled32", "tiled16", "tiled8", "regtile1d", "regtile2d", "regtile2d_t",
                         "regtile2d_t_k16", "fast"]
     assert [k.chapter for k in ks.values()] == sorted(k.chapter for k in ks.values())
@@ -107,24 +108,24 @@ def test_kernels_are_listed_in_chapter_order_without_a_gpu():
 
 
 def test_grid_covers_c():
-    k = launch.kernels()["tiled16"]
+    k = registry.kernels()["tiled16"]
     assert k.grid(M=33, N=16) == (1, 3, 1)
     assert k.grid(M=1, N=17) == (2, 1, 1)
 
 
 def test_extra_shared_memory_is_checked_against_the_device():
-    launch.check_extra_shared("tiled32", 110_000, 8192, device.H200)                  # fits with the opt-in
+    checks.check_extra_shared("tiled32", 110_000, 8192, device.H200)                  # fits with the opt-in
     with pytest.raises(LaunchConfigError, match="above this GPU's 65,536"):
-        launch.check_extra_shared("tiled32", 60_000, 8192, device.T4)
+        checks.check_extra_shared("tiled32", 60_000, 8192, device.T4)
     with pytest.raises(LaunchConfigError, match="must be 0 or more"):
-        launch.check_extra_shared("tiled32", -1, 8192, device.H200)
+        checks.check_extra_shared("tiled32", -1, 8192, device.H200)
 
 
 def test_bank_probe_refuses_empty_launches_before_looking_for_a_gpu():
     with pytest.raises(ValueError, match="at least 1"):
-        launch.bank_probe(0, 32, True)
+        probes.bank_probe(0, 32, True)
 
 
 def test_shared_memory_above_48_kib_needs_the_opt_in():
-    assert not launch.needs_shared_opt_in(8192, 40 * 1024)
-    assert launch.needs_shared_opt_in(8192, 40 * 1024 + 1)
+    assert not limits.needs_shared_opt_in(8192, 40 * 1024)
+    assert limits.needs_shared_opt_in(8192, 40 * 1024 + 1)

@@ -8,8 +8,9 @@ from gemmlab import device
 
 
 def test_t4_ceilings():
-    assert device.peak_fp32_flops(device.T4) == pytest.approx(40 * 64 * 2 * 1.59e9)     # 8.14 TFLOP/s
-    assert device.peak_dram_bandwidth(device.T4) == pytest.approx(320.064e9)
+    # NVIDIA's T4 datasheet: 8.1 TFLOPS single precision, 320 GB/s (GDDR6, 256-bit).
+    assert device.peak_fp32_flops(device.T4) / 1e12 == pytest.approx(8.1, abs=0.05)
+    assert device.peak_dram_bandwidth(device.T4) / 1e9 == pytest.approx(320, abs=0.5)
 
 
 def test_h200_ceilings():

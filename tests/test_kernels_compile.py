@@ -1,45 +1,101 @@
-"""Every kernel file compiles with nvcc, without warnings or register spills, for every supported GPU."""
+"""Every kernel file compiles with nvcc, as gemmlab compiles it (its compile unit: the file, the constants
+and the generated entry points), without warnings or register spills, for every supported GPU; and the
+compiler refuses exactly the fast-kernel configurations that gemmlab.fast_configs refuses."""
 
 import re
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gemmlab.provenance import KERNELS_DIR
+from gemmlab import compile_units, fast_configs
+from gemmlab.compile_units import CompileUnit
+from gemmlab.fast_configs import FastConfig
 
 ARCHS = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"]
-SOURCES = sorted(KERNELS_DIR.glob("*.cu"))
+UNITS = compile_units.all_units()
 NVCC = shutil.which("nvcc")
 
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed on this machine")
 
 
 def entry_points(text: str) -> set[str]:
-    """Names of the extern "C" __global__ functions of a source file."""
+    """Names of the extern "C" __global__ functions of a source text."""
     names = set(re.findall(r'extern "C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(', text))
     for block in re.findall(r'extern "C"\s*\{(.*?)\n\}', text, re.S):
         names |= set(re.findall(r'__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(', block))
     return names
 
 
+def nvcc(unit: CompileUnit, arch: str, tmp_path, extra=()) -> subprocess.CompletedProcess:
+    cu = tmp_path / f"{unit.path.stem}_{arch}_{unit.config_sha}.cu"
+    cu.write_text(unit.text)
+    return subprocess.run([NVCC, "-std=c++17", "-cubin", f"-arch={arch}", *unit.options, *extra,
+                           f"-I{unit.path.parent}", "-o", str(cu.with_suffix(".cubin")), str(cu)],
+                          capture_output=True, text=True, timeout=600)
+
+
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("src", SOURCES, ids=[s.name for s in SOURCES])
-def test_compiles_without_spills(src, arch, tmp_path):
-    proc = subprocess.run([NVCC, "-std=c++17", "-cubin", f"-arch={arch}", "-Werror", "all-warnings",
-                           "-Xptxas", "-v,-warn-spills,-warn-lmem-usage", "-o", str(tmp_path / "k.cubin"), str(src)],
-                          capture_output=True, text=True, timeout=300)
+@pytest.mark.parametrize("unit", UNITS, ids=[u.path.name for u in UNITS])
+def test_compiles_without_spills(unit, arch, tmp_path):
+    proc = nvcc(unit, arch, tmp_path, ["-Werror", "all-warnings", "-Xptxas", "-v,-warn-spills,-warn-lmem-usage"])
     report = proc.stdout + proc.stderr
     assert proc.returncode == 0, report
     compiled = set(re.findall(r"Compiling entry function '(\w+)'", report))
-    assert compiled == entry_points(src.read_text()), "every extern \"C\" kernel is compiled, and only those"
+    assert compiled == entry_points(unit.text), "every extern \"C\" kernel is compiled, and only those"
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
     assert len(spills) == len(compiled)
     assert all(s == ("0", "0") for s in spills), f"register spills for {arch}:\n{report}"
     assert "warning" not in report.lower(), report
 
 
+def test_every_configuration_is_compiled():
+    unit = compile_units.unit(fast_configs.SOURCE)
+    assert entry_points(unit.text) == {c.function for c in fast_configs.CONFIGS}
+
+
 def test_every_source_opens_with_what_it_computes():
-    for src in SOURCES:
-        head = src.read_text().splitlines()[:3]
-        assert all(line.startswith("//") for line in head[:2]), f"{src.name} starts with two comment lines"
+    for unit in UNITS:
+        head = unit.file_text.splitlines()[:3]
+        assert all(line.startswith("//") for line in head[:2]), f"{unit.path.name} starts with two comment lines"
+
+
+def test_probes_need_the_constant_that_python_owns(tmp_path):
+    """00_probes.cu takes FMA_CHAINS from gemmlab; without it, it refuses to compile and says why."""
+    unit = compile_units.unit("00_probes.cu")
+    assert unit.options == [f"-DFMA_CHAINS={compile_units.FMA_CHAINS}"]
+    proc = nvcc(CompileUnit(unit.path), "sm_80", tmp_path)
+    assert proc.returncode != 0 and "-DFMA_CHAINS" in proc.stderr
+
+
+# A valid configuration and one per rule of FastConfig.problems: each compiled alone for sm_80.
+AGREEMENT = [
+    FastConfig(64, 128, 8, 32, 64, 8, 8, MIN_BLOCKS=4),                        # valid
+    FastConfig(128, 128, 8, 32, 32, 8, 8),                                     # 16 thread tiles per warp
+    FastConfig(128, 128, 8, 32, 64, 6, 8),                                     # TM not a multiple of 4
+    FastConfig(128, 128, 8, 48, 64, 8, 8),                                     # WM does not divide BM
+    FastConfig(128, 256, 8, 8, 256, 8, 8),                                     # WM/TM = 1, odd
+    FastConfig(256, 256, 8, 32, 32, 4, 8),                                     # 2048 threads
+    FastConfig(128, 128, 6, 32, 64, 8, 8),                                     # BK not a multiple of 4
+    FastConfig(64, 128, 12, 32, 64, 8, 8),                                     # 192 float4 of A over 128 threads
+    FastConfig(256, 256, 16, 64, 64, 8, 16),                                   # 65,792 bytes of static shared memory
+    FastConfig(128, 128, 16, 32, 64, 8, 8, STORE=16),                          # STORE outside the tile
+    FastConfig(128, 128, 16, 32, 64, 8, 8, STAGES=1, ASYNC=True),              # cp.async needs two stages
+    FastConfig(128, 128, 64, 32, 64, 8, 8, STAGES=1),                          # skew needs BK <= 32
+    FastConfig(128, 128, 16, 32, 64, 8, 8, GROUP=0),                           # no swizzle group
+]
+
+
+def test_the_compiler_refuses_exactly_what_python_refuses(tmp_path):
+    source = compile_units.unit(fast_configs.SOURCE).path
+
+    def compiles(config):
+        return nvcc(CompileUnit(source, fast_configs.entry_points([config])), "sm_80", tmp_path).returncode == 0
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        verdicts = list(pool.map(compiles, AGREEMENT))
+    python = [not c.problems() for c in AGREEMENT]
+    assert python.count(True) == 1 and python[0], "the list holds one valid configuration, first"
+    disagree = [(c.label, p, v) for c, p, v in zip(AGREEMENT, python, verdicts) if p != v]
+    assert not disagree, f"gemmlab and nvcc disagree (config, python says it compiles, nvcc compiled it): {disagree}"

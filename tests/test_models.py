@@ -1,6 +1,7 @@
 """The traffic model against a brute-force count of every thread's loads."""
 
 import itertools
+import shutil
 
 import numpy as np
 import pytest
@@ -52,14 +53,23 @@ def test_tiled_divides_traffic_by_T_when_T_divides_the_sizes():
         assert models.tiled_traffic(n, n, n, T).intensity == pytest.approx(models.tiled_intensity(T))
 
 
-def test_intensities():
-    assert models.naive_intensity() == 0.25
-    assert models.tiled_intensity(32) == 8.0
-    assert models.gemm_flops(2, 3, 4) == 48
+def test_intensities_are_what_the_traffic_model_counts():
+    """The closed forms of chapters 1 and 2 against FLOPs over the bytes the brute-force count loads."""
+    for M, N, K in SIZES:
+        naive_a, naive_b = brute_naive(M, N, K)
+        assert models.gemm_flops(M, N, K) / (4 * (naive_a + naive_b)) == models.naive_intensity()
+    for T in (2, 4, 8):
+        a, b = brute_tiled(8 * T, 8 * T, 8 * T, T)
+        assert models.gemm_flops(8 * T, 8 * T, 8 * T) / (4 * (a + b)) == pytest.approx(models.tiled_intensity(T))
 
 
-def test_shared_bytes():
-    assert [models.tiled_shared_bytes(T) for T in (8, 16, 32)] == [512, 2048, 8192]
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (the CUDA toolkit) is not installed on this machine")
+def test_shared_bytes_are_what_ptxas_allocates():
+    from gemmlab import compile_units, compiler
+
+    unit = compile_units.unit("02_tiled.cu")
+    report = {e.function: e.shared_bytes for e in compiler.ptxas_report(unit.text, "sm_80", unit.options)}
+    assert {T: report[f"gemm_tiled_{T}"] for T in (8, 16, 32)} == {T: models.tiled_shared_bytes(T) for T in (8, 16, 32)}
 
 
 def test_roofline_and_ridge():

@@ -6,8 +6,8 @@ import textwrap
 import nbformat
 import pytest
 
-from gemmlab import provenance
-from notebook_tools import CHAPTERS, ROOT, assigned_string, config, output_text, read, setup_cell, tags
+from gemmlab import compile_units, provenance
+from notebook_tools import CHAPTERS, GPU_MODULES, ROOT, assigned_string, config, output_text, read, setup_cell, tags
 
 pytestmark = pytest.mark.skipif(not CHAPTERS, reason="no chapter notebooks yet")
 IDS = [p.name for p in CHAPTERS]
@@ -85,7 +85,7 @@ def test_outputs_come_from_a_run(chapter):
 def test_fresh_against_kernel_sources(chapter):
     """Every kernel hash in the stored outputs is the hash of the file as it is now."""
     _, nb = chapter
-    problems = provenance.stale("\n".join(output_text(c) for c in nb.cells if c.cell_type == "code"))
+    problems = compile_units.stale("\n".join(output_text(c) for c in nb.cells if c.cell_type == "code"))
     assert not problems, "stale outputs (re-execute the notebook on a GPU):\n" + "\n".join(problems)
 
 
@@ -117,7 +117,7 @@ def test_cpu_solutions_run(chapter, capsys):
     """Solutions that need no GPU are executed here, so a solution can't rot."""
     _, nb = chapter
     for code in solution_blocks(nb):
-        if any(gpu_only in code for gpu_only in ("launch.", "bench.", "exercises.")):
+        if any(gpu_only in code for gpu_only in GPU_MODULES):
             continue                       # needs a GPU: tests/gpu/test_exercise_solutions.py runs it
         exec(compile(textwrap.dedent(code), "<solution>", "exec"), {})
 
@@ -126,11 +126,11 @@ def test_freshness_check_fails_on_a_changed_kernel(tmp_path):
     """The freshness test above is able to fail: a changed kernel file makes the stored hash stale."""
     nb = read(CHAPTERS[0])
     text = "\n".join(output_text(c) for c in nb.cells if c.cell_type == "code")
-    path, _ = provenance.find(text)[0]
+    path = provenance.find(text)[0].path
     copy = tmp_path / path
     copy.parent.mkdir(parents=True)
     copy.write_text((ROOT / path).read_text() + "\n// edited after the notebook ran\n")
-    assert any(p.startswith(path) for p in provenance.stale(text, tmp_path))
+    assert any(p.startswith(path) for p in compile_units.stale(text, tmp_path))
 
 
 def test_kernel_solutions_compile_for_every_architecture(chapter, tmp_path):

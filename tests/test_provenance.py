@@ -1,19 +1,22 @@
-"""Provenance lines and the kernel listing shown in notebooks."""
+"""Provenance lines (file and configuration), freshness, and the kernel listing shown in notebooks."""
 
 import hashlib
 
 import pytest
 
-from gemmlab import provenance, source
+from gemmlab import compile_units, fast_configs, provenance, source
 
 PROBES = provenance.KERNELS_DIR / "00_probes.cu"
 
 
-def test_line_names_path_hash_and_arch():
-    line = provenance.line("00_probes.cu", "sm_90")
+def test_line_names_path_hash_arch_and_configuration():
+    unit = compile_units.unit("00_probes.cu")
     sha = hashlib.sha256(PROBES.read_bytes()).hexdigest()[:12]
-    assert line == f"[gemmlab] kernels/00_probes.cu sha256:{sha} sm_90"
-    assert provenance.find("noise\n" + line + "\n") == [("kernels/00_probes.cu", sha)]
+    line = unit.provenance("sm_90")
+    assert line == f"[gemmlab] kernels/00_probes.cu sha256:{sha} sm_90 config:{unit.config_sha}"
+    assert provenance.find("noise\n" + line + "\n") == [provenance.Mention("kernels/00_probes.cu", sha, "sm_90", unit.config_sha)]
+    plain = compile_units.unit("02_tiled.cu")
+    assert plain.config_sha is None and plain.provenance("sm_75").endswith(" sm_75")
 
 
 def test_stale_detects_a_changed_file(tmp_path):
@@ -21,12 +24,31 @@ def test_stale_detects_a_changed_file(tmp_path):
     f = tmp_path / "kernels" / "x.cu"
     f.write_text("__global__ void k() {}\n")
     output = f"[gemmlab] kernels/x.cu sha256:{provenance.short_sha(f.read_text())} sm_75"
-    assert provenance.stale(output, tmp_path) == []
+    assert provenance.stale(output, lambda path: None, tmp_path) == []
     f.write_text("__global__ void k() { /* changed */ }\n")
-    [problem] = provenance.stale(output, tmp_path)
+    [problem] = provenance.stale(output, lambda path: None, tmp_path)
     assert problem.startswith("kernels/x.cu: output has sha256:")
     f.unlink()
-    assert "no longer exists" in provenance.stale(output, tmp_path)[0]
+    assert "no longer exists" in provenance.stale(output, lambda path: None, tmp_path)[0]
+
+
+def test_stale_detects_a_changed_configuration(monkeypatch):
+    """An output of 07_fast.cu is stale when the configurations compiled into it change, file untouched."""
+    output = compile_units.unit(fast_configs.SOURCE).provenance("sm_90")
+    assert compile_units.stale(output) == []
+    monkeypatch.setattr(fast_configs, "CONFIGS", fast_configs.CONFIGS[:-1])
+    compile_units._course_unit.cache_clear()
+    try:
+        [problem] = compile_units.stale(output)
+        assert problem.startswith("kernels/07_fast.cu: output has config:")
+    finally:
+        compile_units._course_unit.cache_clear()
+
+
+def test_a_custom_unit_and_a_listing_are_checked_for_the_file_only():
+    mine = compile_units.unit(fast_configs.SOURCE, [fast_configs.FastConfig(64, 256, 8, 32, 64, 8, 8)])
+    listing = repr(source.show(fast_configs.SOURCE))
+    assert compile_units.stale(mine.provenance("sm_80") + "\n" + listing) == []
 
 
 def test_kernel_path_resolution():
@@ -40,6 +62,7 @@ def test_source_listing_is_the_file():
     s = source.show("02_tiled.cu")
     assert s.code == (provenance.KERNELS_DIR / "02_tiled.cu").read_text()
     assert repr(s) == f"[gemmlab] kernels/02_tiled.cu sha256:{provenance.file_sha('02_tiled.cu')}"
+    assert provenance.find(repr(s))[0].arch is None
     assert s._repr_markdown_().count("```") == 2
 
 

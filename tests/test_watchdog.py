@@ -1,5 +1,7 @@
 """The watchdog: a child that finishes, one that fails and one that hangs (with a grandchild)."""
 
+import os
+
 import pytest
 
 from gemmlab import watchdog
@@ -44,3 +46,14 @@ def test_sanitizer_says_why_it_cannot_run_or_counts(monkeypatch):
     monkeypatch.setattr(watchdog.os.path, "exists", lambda p: False)
     r = watchdog.run_sanitized("memcheck", "pass")
     assert r.errors is None and str(r) == "memcheck: compute-sanitizer is not installed on this machine"
+
+
+def test_child_env_puts_the_course_first_with_no_empty_entry(monkeypatch):
+    from gemmlab import provenance
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert watchdog.child_env()["PYTHONPATH"] == str(provenance.ROOT)
+    monkeypatch.setenv("PYTHONPATH", "")
+    assert watchdog.child_env()["PYTHONPATH"] == str(provenance.ROOT)
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    assert watchdog.child_env()["PYTHONPATH"].split(os.pathsep) == [str(provenance.ROOT), "/elsewhere"]

@@ -1,4 +1,4 @@
-"""GPU tests: skipped, with the reason, where there is no usable GPU, PyCUDA or nvcc."""
+"""GPU tests: marked ``gpu``, and skipped, with the reason, where there is no usable GPU, PyCUDA or nvcc."""
 
 import pytest
 
@@ -6,10 +6,11 @@ from gemmlab import gpu
 
 
 def pytest_collection_modifyitems(config, items):
+    ours = [item for item in items if "tests/gpu/" in item.nodeid.replace("\\", "/")]
+    for item in ours:
+        item.add_marker(pytest.mark.gpu)
     reason = gpu.unavailable_reason()
-    if reason is None:
-        return
-    skip = pytest.mark.skip(reason=f"GPU test: {reason}")
-    for item in items:
-        if "tests/gpu/" in item.nodeid.replace("\\", "/"):
+    if reason is not None:
+        skip = pytest.mark.skip(reason=f"GPU test: {reason}")
+        for item in ours:
             item.add_marker(skip)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from notebook_tools import CHAPTERS, read  # noqa: E402
+from notebook_tools import CHAPTERS, GPU_MODULES, read  # noqa: E402
 
 
 def gpu_solutions():
@@ -18,7 +18,7 @@ def gpu_solutions():
                 continue
             for details in re.findall(r"<details>(.*?)</details>", cell.source, re.S):
                 for code in re.findall(r"```python\n(.*?)```", details, re.S):
-                    if any(g in code for g in ("launch.", "bench.", "exercises.")):
+                    if any(g in code for g in GPU_MODULES):
                         yield pytest.param(code, id=f"{path.stem}-{len(code)}")
 
 

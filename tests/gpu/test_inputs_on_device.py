@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 import gemmlab
-from gemmlab import device, launch, verify
-from gemmlab.launch import DeviceMemoryError, GemmKernel, LaunchConfigError
+from gemmlab import device, probes, verify
+from gemmlab.checks import DeviceMemoryError, LaunchConfigError
+from gemmlab.gemm import GemmKernel
 
 NAIVE = gemmlab.kernels()["naive"]
 
@@ -25,7 +26,7 @@ def test_block_beyond_device_limits():
     with pytest.raises(LaunchConfigError, match=rf"has 4096 threads; .* at most {limit} per block"):
         too_big(A, A)
     with pytest.raises(LaunchConfigError, match=r"x = 2048 exceeds this device's limit of 1024"):
-        launch.hello_ids(blocks=1, threads=2048)
+        probes.hello_ids(blocks=1, threads=2048)
 
 
 @pytest.mark.parametrize("bad,exc,msg", [

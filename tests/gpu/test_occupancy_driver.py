@@ -3,14 +3,14 @@ course at its own block size and for a sweep of registers, block sizes and share
 
 import pytest
 
-from gemmlab import driver, launch
+from gemmlab import driver, registry
 
 PROBES = [("05_occupancy.cu", f"occupancy_probe_r{r}") for r in (16, 40, 64, 100, 160, 240)]
 
 
-@pytest.mark.parametrize("name", list(launch.every_kernel()))
+@pytest.mark.parametrize("name", list(registry.named()))
 def test_calculator_equals_driver_for_course_kernels(name):
-    k = launch.every_kernel()[name]
+    k = registry.named()[name]
     case = driver.compare(k.source, k.function, k.block[0] * k.block[1])
     assert case.agree, str(case)
 

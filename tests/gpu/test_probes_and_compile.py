@@ -3,20 +3,19 @@
 import numpy as np
 import pytest
 
-from gemmlab import compile as gcompile
-from gemmlab import device, launch, models, provenance
+from gemmlab import compile_units, compiler, device, models, probes
 
 
 def test_provenance_line_printed_once(capsys):
-    gcompile._loaded.clear()
-    gcompile.load("00_probes.cu")
-    gcompile.load("00_probes.cu")
+    compiler._loaded.clear()
+    compiler.load("00_probes.cu")
+    compiler.load("00_probes.cu")
     out = capsys.readouterr().out
-    assert out == provenance.line("00_probes.cu", device.current().arch) + "\n"
+    assert out == compile_units.unit("00_probes.cu").provenance(device.current().arch) + "\n"
 
 
 def test_resources_match_the_model():
-    f = gcompile.load("02_tiled.cu", quiet=True)
+    f = compiler.load("02_tiled.cu", quiet=True)
     for T in (8, 16, 32):
         r = f.resources(f"gemm_tiled_{T}")
         assert r.shared_bytes == models.tiled_shared_bytes(T)
@@ -26,7 +25,7 @@ def test_resources_match_the_model():
 
 
 def test_hello_ids_mapping():
-    ids = launch.hello_ids(blocks=5, threads=7)
+    ids = probes.hello_ids(blocks=5, threads=7)
     blocks, threads = np.divmod(np.arange(35), 7)
     assert np.array_equal(ids, np.stack([blocks, threads, np.arange(35)], axis=1))
 
@@ -37,17 +36,17 @@ def test_copy_probes_copy_every_element(n):
 
     src = gpuarray.to_gpu(np.random.default_rng(n).standard_normal(n).astype(np.float32))
     dst = gpuarray.zeros(n, np.float32)
-    launch.copy(src, dst)
+    probes.copy(src, dst)
     assert np.array_equal(dst.get(), src.get())
     for passes in (1, 3):
         dst.fill(0)
-        launch.copy_passes(src, dst, passes)
+        probes.copy_passes(src, dst, passes)
         assert np.array_equal(dst.get(), src.get())
 
 
 def test_fma_probe_reaches_its_fixed_point():
-    values = launch.fma_values(blocks=3, threads=128, iters=200)
-    assert values.shape == (384,) and np.all(values == launch.FMA_CHAINS * 1.0)
+    values = probes.fma_values(blocks=3, threads=128, iters=200)
+    assert values.shape == (384,) and np.all(values == probes.FMA_CHAINS * 1.0)
 
 
 def test_device_spec_is_complete():
@@ -59,11 +58,11 @@ def test_device_spec_is_complete():
 
 @pytest.mark.parametrize("kernel", ["naive", "tiled32", "tiled16"])
 def test_counters_match_the_warp_model(kernel):
-    from gemmlab import profile
+    from gemmlab import nsight
 
-    reason = profile.unavailable_reason()
+    reason = nsight.unavailable_reason()
     if reason:
         pytest.skip(reason)
-    c = profile.counters(kernel, 256, 256, 256)
+    c = nsight.counters(kernel, 256, 256, 256)
     w = models.warp_traffic(kernel, 256, 256, 256)
     assert (c["requests"], c["sectors"]) == (w.requests, w.sectors)

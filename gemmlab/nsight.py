@@ -1,10 +1,10 @@
-"""Hardware counters from Nsight Compute, read in a child process.
+"""Hardware counters from Nsight Compute (``ncu``), read in a child process.
 
 :func:`counters` runs ``ncu`` on ``python -m gemmlab run NAME MxNxK`` (one launch of one GEMM
 kernel) and returns the metrics it measured; :func:`profile_program` does the same for any Python
-program and kernel name. The profiled program is a separate process, so a
-failure there (no ``ncu``, no permission to read the counters, a crash) cannot take the notebook's
-own CUDA context down: it comes back as :class:`ProfileUnavailable` with a one-sentence reason.
+program and kernel name. The profiled program is a separate process (:mod:`gemmlab.watchdog`), so a
+failure there (no ``ncu``, no permission to read the counters, a crash, a hang) cannot take the
+notebook's own CUDA context down: it comes back as :class:`CountersUnavailable` with a one-sentence reason.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import csv
 import io
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 
-from . import models, provenance
+from . import banks, models, registry, watchdog
 
 # Global loads, as L1 sees them; then what reached L2 and DRAM; then the kernel's duration.
 TRAFFIC_METRICS = {
@@ -55,7 +54,7 @@ OCCUPANCY_METRICS = {
 }
 
 
-class ProfileUnavailable(RuntimeError):
+class CountersUnavailable(RuntimeError):
     """Nsight Compute cannot read counters here; the message says why in one sentence."""
 
 
@@ -94,12 +93,12 @@ def parse_raw_csv(text: str, metrics: dict[str, str]) -> dict[str, float]:
     lines = [l for l in text.splitlines() if l.startswith('"')]
     rows = list(csv.reader(io.StringIO("\n".join(lines))))
     if len(rows) < 3:
-        raise ProfileUnavailable("Nsight Compute profiled no kernel launch, so there are no counters to read.")
+        raise CountersUnavailable("Nsight Compute profiled no kernel launch, so there are no counters to read.")
     header, data = rows[0], rows[2]          # rows[1] holds the units
     out = {}
     for key, metric in metrics.items():
         if metric not in header:
-            raise ProfileUnavailable(f"this Nsight Compute does not know the metric {metric}.")
+            raise CountersUnavailable(f"this Nsight Compute does not know the metric {metric}.")
         out[key] = _number(data[header.index(metric)])
     return out
 
@@ -110,33 +109,29 @@ def profile_program(args: list[str], function: str, metrics: dict[str, str], tim
     those of a launch that starts cold; clocks are left alone (``--clock-control none``)."""
     reason = unavailable_reason()
     if reason:
-        raise ProfileUnavailable(reason)
+        raise CountersUnavailable(reason)
     cmd = [find_ncu(), "--clock-control", "none", "--metrics", ",".join(metrics.values()),
            "--kernel-name", function, "--launch-count", "1", "--page", "raw", "--csv", "--print-units", "base",
            sys.executable, *args]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(provenance.ROOT), os.environ.get("PYTHONPATH", "")]))
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired:
-        raise ProfileUnavailable(f"Nsight Compute did not finish within {timeout_s} s and was stopped.") from None
-    out = proc.stdout + proc.stderr
+    run = watchdog.run_command(cmd, timeout_s)
+    if run.status == "timeout":
+        raise CountersUnavailable(f"Nsight Compute did not finish within {timeout_s} s and was stopped.")
+    out = run.stdout + run.stderr
     if "ERR_NVGPUCTRPERM" in out:
-        raise ProfileUnavailable("Nsight Compute has no permission to read this GPU's performance counters "
-                                 "(ERR_NVGPUCTRPERM), as on many shared and cloud machines.")
-    if proc.returncode != 0:
+        raise CountersUnavailable("Nsight Compute has no permission to read this GPU's performance counters "
+                                  "(ERR_NVGPUCTRPERM), as on many shared and cloud machines.")
+    if run.status != "ok":
         last = next((l for l in reversed(out.splitlines()) if l.strip()), "no output")
-        raise ProfileUnavailable(f"Nsight Compute failed (exit {proc.returncode}): {last.strip()[:200]}")
-    return parse_raw_csv(proc.stdout, metrics)
+        raise CountersUnavailable(f"Nsight Compute failed (exit {run.returncode}): {last.strip()[:200]}")
+    return parse_raw_csv(run.stdout, metrics)
 
 
 def counters(kernel: str, M: int, N: int, K: int, metrics: dict[str, str] | None = None,
              timeout_s: int = 600, extra_shared: int = 0) -> Counters:
-    """Profile one launch of kernel ``kernel`` (a name from :func:`gemmlab.launch.every_kernel`) at
+    """Profile one launch of kernel ``kernel`` (a name :func:`gemmlab.registry.lookup` knows) at
     ``M x N x K`` with Nsight Compute, optionally with ``extra_shared`` unused bytes of dynamic shared
     memory per block (through ``python -m gemmlab run``, see :func:`profile_program`)."""
-    from .launch import lookup
-
-    function = lookup(kernel).function
+    function = registry.lookup(kernel).function
     args = ["-m", "gemmlab", "run", kernel, f"{M}x{N}x{K}", "--extra-shared", str(extra_shared)]
     return Counters(kernel, M, N, K, profile_program(args, function, metrics or TRAFFIC_METRICS, timeout_s))
 
@@ -159,8 +154,8 @@ def traffic_rows(c: Counters) -> list[tuple[str, str, str]]:
     ]
 
 
-def shared_rows(c: Counters, model: models.SharedTraffic) -> list[tuple[str, str, str]]:
-    """The shared-memory model (:func:`gemmlab.models.tiled_shared_traffic`) next to the counters of one launch."""
+def shared_rows(c: Counters, model: banks.SharedTraffic) -> list[tuple[str, str, str]]:
+    """The shared-memory model (:func:`gemmlab.banks.tiled_shared_traffic`) next to the counters of one launch."""
     return [
         ("shared load instructions", f"{model.load_instructions:,}", f"{c['load_instructions']:,.0f}"),
         ("shared load wavefronts", f"{model.load_wavefronts:,}", f"{c['load_wavefronts']:,.0f}"),

@@ -1,8 +1,10 @@
-"""Compiling ``kernels/*.cu`` with PyCUDA for the GPU in this machine.
+"""Compiling ``kernels/*.cu`` with PyCUDA for the GPU in this machine, and reading what the compiler did.
 
-:func:`load` compiles a file once per process for the current device's architecture
-(``sm_XY``) and prints its provenance line. :meth:`CompiledFile.resources` reports what
-the compiler gave each function: registers per thread, static shared memory, local memory.
+:func:`load` compiles a file's compile unit (:mod:`gemmlab.compile_units`: the file, plus the
+constants and entry points Python adds) once per process for the current device's architecture
+(``sm_XY``) and prints its provenance line. :meth:`CompiledFile.resources` reports what the
+compiler gave each function: registers per thread, static shared memory, local memory;
+:meth:`CompiledFile.sass` its machine code; :func:`ptxas_report` what ptxas decided, with no GPU.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import gpu, provenance
+from . import compile_units, gpu, provenance
+from .compile_units import CompileUnit
 
 NVCC_OPTIONS = ("-std=c++17", "-lineinfo")
 
@@ -32,10 +35,9 @@ class Resources:
 
 @dataclass
 class CompiledFile:
-    """One kernel file compiled for one architecture: its path, short hash, ``sm_XY`` and module."""
+    """One compile unit compiled for one architecture: the unit, ``sm_XY`` and the loaded module."""
 
-    path: Path
-    sha: str
+    unit: CompileUnit
     arch: str
     module: object
     cubin: bytes = field(default=b"", repr=False)   # the compiled binary, for direct driver calls (gemmlab.driver)
@@ -47,7 +49,7 @@ class CompiledFile:
             try:
                 self._functions[name] = self.module.get_function(name)
             except Exception:
-                raise KeyError(f"{provenance.display_path(self.path)} has no extern \"C\" kernel named {name!r}") from None
+                raise KeyError(f"{provenance.display_path(self.unit.path)} has no extern \"C\" kernel named {name!r}") from None
         return self._functions[name]
 
     def prepared(self, name: str, signature: str):
@@ -78,8 +80,12 @@ class CompiledFile:
         return proc.stdout
 
     @property
+    def path(self) -> Path:
+        return self.unit.path
+
+    @property
     def provenance(self) -> str:
-        return f"[gemmlab] {provenance.display_path(self.path)} sha256:{self.sha} {self.arch}"
+        return self.unit.provenance(self.arch)
 
 
 @dataclass(frozen=True)
@@ -106,14 +112,15 @@ def parse_ptxas(report: str) -> list[PtxasEntry]:
     return entries
 
 
-def ptxas_report(text: str, arch: str) -> list[PtxasEntry]:
-    """Compile CUDA source ``text`` for ``arch`` (e.g. ``"sm_90"``) with ``nvcc -Xptxas -v`` and return
-    ptxas's report per kernel. Needs ``nvcc`` only, no GPU: the report is what the compiler decided."""
+def ptxas_report(text: str, arch: str, options=()) -> list[PtxasEntry]:
+    """Compile CUDA source ``text`` for ``arch`` (e.g. ``"sm_90"``) with ``nvcc -Xptxas -v`` (and any
+    further ``options``, such as a unit's ``-D`` constants) and return ptxas's report per kernel. Needs
+    ``nvcc`` only, no GPU: the report is what the compiler decided."""
     nvcc = gpu.require_nvcc()
     with tempfile.TemporaryDirectory() as tmp:
         cu = Path(tmp) / "kernel.cu"
         cu.write_text(text, encoding="utf-8")
-        proc = subprocess.run([nvcc, *NVCC_OPTIONS, "-cubin", f"-arch={arch}", "-Xptxas", "-v", f"-I{provenance.KERNELS_DIR}",
+        proc = subprocess.run([nvcc, *NVCC_OPTIONS, *options, "-cubin", f"-arch={arch}", "-Xptxas", "-v", f"-I{provenance.KERNELS_DIR}",
                                "-o", str(Path(tmp) / "kernel.cubin"), str(cu)], capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise RuntimeError(f"nvcc failed for {arch}:\n{proc.stderr.strip()[-2000:]}")
@@ -130,7 +137,7 @@ def opcode_counts(sass: str, prefixes=("LDS", "STS")) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-_loaded: dict[tuple[str, int, int], CompiledFile] = {}
+_loaded: dict[tuple, CompiledFile] = {}
 
 
 def arch() -> str:
@@ -140,27 +147,28 @@ def arch() -> str:
     return f"sm_{major}{minor}"
 
 
-def load(path: str | Path, quiet: bool = False) -> CompiledFile:
-    """Compile a kernel file for this GPU (once per process and version of the file) and print its provenance line.
+def load(what: str | Path | CompileUnit, quiet: bool = False) -> CompiledFile:
+    """Compile a kernel file (by name or path: its course compile unit) or a
+    :class:`~gemmlab.compile_units.CompileUnit` for
+    this GPU, once per process and version of the file, and print its provenance line.
 
-    The hash is taken of the exact text handed to the compiler, so the line always names
-    the source that produced the outputs that follow it.
+    The line carries the hash of the file handed to the compiler and of what Python added to it, so it
+    always names the source that produced the outputs that follow it.
     """
-    file = provenance.kernel_path(path)
-    st = file.stat()
-    key = (str(file), st.st_mtime_ns, st.st_size)   # cheap enough to call on every launch
+    unit = what if isinstance(what, CompileUnit) else compile_units.unit(what)
+    st = unit.path.stat()
+    key = (str(unit.path), st.st_mtime_ns, st.st_size, unit.generated, unit.defines)   # cheap: called on every launch
     if key in _loaded:
         return _loaded[key]
-    text = file.read_text(encoding="utf-8")
-    sha = provenance.short_sha(text)
     gpu.cuda()
     gpu.require_nvcc()
     import pycuda.driver as drv
     from pycuda.compiler import compile as nvcc
 
     target = arch()
-    cubin = nvcc(text, arch=target, no_extern_c=True, options=list(NVCC_OPTIONS), include_dirs=[str(file.parent)])
-    compiled = CompiledFile(file, sha, target, drv.module_from_buffer(cubin), cubin=cubin)
+    cubin = nvcc(unit.text, arch=target, no_extern_c=True, options=[*NVCC_OPTIONS, *unit.options],
+                 include_dirs=[str(unit.path.parent)])
+    compiled = CompiledFile(unit, target, drv.module_from_buffer(cubin), cubin=cubin)
     _loaded[key] = compiled
     if not quiet:
         print(compiled.provenance)

@@ -1,0 +1,106 @@
+"""A course GEMM kernel as ``C = kernel(A, B)`` on NumPy float32 arrays: the one launch path.
+
+:class:`GemmKernel` knows its compile unit, its entry point, its block and the tile of C a block
+computes; the grid follows. Calling it checks the inputs (:mod:`gemmlab.checks`), copies them to
+the device, launches and copies C back. :meth:`GemmKernel.on_device` is the same path stopped
+before the copy back, for the bench, which times :meth:`DeviceProblem.launch` in a loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import checks, compiler, device, gpu, limits
+from .compile_units import CompileUnit
+
+
+@dataclass
+class DeviceProblem:
+    """One GEMM's operands on the device, ready to launch again and again (see :meth:`GemmKernel.on_device`)."""
+
+    kernel: GemmKernel
+    M: int
+    N: int
+    K: int
+    a: object
+    b: object
+    c: object
+    extra_shared: int = 0
+
+    def launch(self) -> None:
+        """Enqueue the kernel once (no checks, no copies)."""
+        self.kernel.launch(self.a.gpudata, self.b.gpudata, self.c.gpudata, self.M, self.N, self.K, self.extra_shared)
+
+    def result(self) -> np.ndarray:
+        """Wait for the GPU and copy C back."""
+        gpu.cuda().Context.synchronize()
+        return self.c.get()
+
+
+@dataclass(frozen=True)
+class GemmKernel:
+    """One GEMM kernel: ``C = kernel(A, B)`` for float32 row-major matrices.
+
+    ``source`` is a kernel file (its course compile unit) or a :class:`~gemmlab.compile_units.CompileUnit`;
+    ``block`` is the thread block; ``tile`` the (rows, cols) of C one block computes. The grid follows
+    from them: ``ceil(N / tile_cols) x ceil(M / tile_rows)``.
+    """
+
+    name: str
+    chapter: int
+    source: str | CompileUnit
+    function: str
+    block: tuple[int, int, int]
+    tile: tuple[int, int]
+    summary: str = ""
+
+    @property
+    def source_name(self) -> str:
+        """The kernel file's name, e.g. ``07_fast.cu``."""
+        return self.source.path.name if isinstance(self.source, CompileUnit) else Path(self.source).name
+
+    def grid(self, M: int, N: int) -> tuple[int, int, int]:
+        return (-(-N // self.tile[1]), -(-M // self.tile[0]), 1)
+
+    def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
+        """Every check before a launch (``extra_shared``: unused dynamic shared memory per block, see :meth:`launch`)."""
+        M, N, K = checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
+        if extra_shared:
+            checks.check_extra_shared(self.name, extra_shared, self.resources().shared_bytes, spec)
+        return M, N, K
+
+    def compiled(self) -> compiler.CompiledFile:
+        return compiler.load(self.source)
+
+    def resources(self) -> compiler.Resources:
+        """Registers, shared and local memory the compiler gave this kernel on this GPU."""
+        return self.compiled().resources(self.function)
+
+    def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
+        """Enqueue the kernel on device buffers (no checks, no copies: for timing loops).
+
+        ``extra_shared`` bytes of dynamic shared memory are requested and left unused: chapter 5
+        lowers occupancy with them on purpose (above 48 KiB per block in all, the function opts in first)."""
+        fn = self.compiled().prepared(self.function, "PPPiii")
+        if limits.needs_shared_opt_in(fn.shared_size_bytes, extra_shared):
+            from pycuda.driver import function_attribute
+            fn.set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, extra_shared)
+        fn.prepared_call(self.grid(M, N)[:2], self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K,
+                         shared_size=extra_shared)
+
+    def on_device(self, A: np.ndarray, B: np.ndarray, extra_shared: int = 0) -> DeviceProblem:
+        """Check the inputs, copy them to the device and make room for C; nothing is launched yet."""
+        gpu.cuda()
+        M, N, K = self.check(A, B, device.current(), device.free_memory(), extra_shared)
+        from pycuda import gpuarray
+
+        return DeviceProblem(self, M, N, K, gpuarray.to_gpu(A), gpuarray.to_gpu(B),
+                             gpuarray.empty((M, N), np.float32), extra_shared)
+
+    def __call__(self, A: np.ndarray, B: np.ndarray, extra_shared: int = 0) -> np.ndarray:
+        problem = self.on_device(A, B, extra_shared)
+        problem.launch()
+        return problem.result()

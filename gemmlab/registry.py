@@ -1,0 +1,107 @@
+"""Every GEMM kernel of the course by name: the one place a kernel is added.
+
+- :func:`kernels`: the course ladder, one kernel per step, in chapter order (what the chapters, the
+  bench and the GPU tests call ``gemmlab.kernels()``).
+- :data:`VARIANTS`: teaching variants, each one change away from a course kernel (chapters 4 and 6).
+- :data:`CANDIDATES`: correct kernels that chapters 6-7 measure but the ladder leaves out.
+- :data:`EARLY_RETURN`: chapter 3's kernel, wrong on purpose.
+- every configuration of ``07_fast.cu`` (:data:`gemmlab.fast_configs.CONFIGS`), by its entry point's name.
+
+:func:`lookup` finds any of them by name; :func:`correct_kernels` lists each correct kernel once, for the
+GPU tests. Needs no GPU to list; calling a kernel compiles its file on first use.
+"""
+
+from __future__ import annotations
+
+from . import compile_units, fast_configs
+from .fast_configs import FastConfig
+from .gemm import GemmKernel
+
+
+def fast_kernel(config: FastConfig, name: str | None = None, summary: str | None = None) -> GemmKernel:
+    """The kernel of one ``07_fast.cu`` configuration: the course's compile unit for the configurations in
+    :data:`~gemmlab.fast_configs.CONFIGS`, a unit of its own for any other (a reader's), compiled on first use."""
+    config.validate()
+    source = fast_configs.SOURCE if config in fast_configs.CONFIGS else compile_units.unit(fast_configs.SOURCE, [config])
+    return GemmKernel(name or config.function, 7, source, config.function, (config.THREADS, 1, 1), (config.BM, config.BN),
+                      summary or config.label)
+
+
+COURSE: tuple[GemmKernel, ...] = (
+    GemmKernel("naive", 1, "01_naive.cu", "gemm_naive", (32, 32, 1), (32, 32),
+               "one thread per element of C, operands from global memory"),
+    GemmKernel("tiled32", 2, "02_tiled.cu", "gemm_tiled_32", (32, 32, 1), (32, 32),
+               "32x32 tiles of A and B staged in shared memory"),
+    GemmKernel("tiled16", 2, "02_tiled.cu", "gemm_tiled_16", (16, 16, 1), (16, 16),
+               "16x16 shared-memory tiles"),
+    GemmKernel("tiled8", 2, "02_tiled.cu", "gemm_tiled_8", (8, 8, 1), (8, 8),
+               "8x8 shared-memory tiles"),
+    GemmKernel("regtile1d", 6, "06_register_tiling.cu", "gemm_regtile_1d", (512, 1, 1), (64, 64),
+               "64x64 block tile, 8 rows of C per thread (1D register tiling)"),
+    GemmKernel("regtile2d", 6, "06_register_tiling.cu", "gemm_regtile_2d", (256, 1, 1), (128, 128),
+               "128x128 block tile, an 8x8 outer product per thread (2D register tiling)"),
+    GemmKernel("regtile2d_t", 6, "06_register_tiling_2d.cu", "gemm_regtile_2d_t", (256, 1, 1), (128, 128),
+               "2D register tiling with a transposed A tile, conflict-free float4 reads and unrolled tile loads"),
+    GemmKernel("regtile2d_t_k16", 6, "06_register_tiling_2d.cu", "gemm_regtile_2d_t_k16", (256, 1, 1), (128, 128),
+               "the same with a K-tile of 16"),
+    fast_kernel(fast_configs.FAST, "fast",
+                "float4 loads, double buffering, warp tiling: 128x128x16, warps of 32x64, 8x8 per thread"),
+)
+"""The course ladder, in chapter order."""
+
+CANDIDATES: tuple[GemmKernel, ...] = (
+    GemmKernel("regtile2d_t_k32", 6, "06_register_tiling_2d.cu", "gemm_regtile_2d_t_k32", (256, 1, 1), (128, 128),
+               "2D register tiling (transposed A) with a K-tile of 32"),
+    fast_kernel(fast_configs.config("gemm_fast_128x128x16_32x64_8x8_async"), "fast_async",
+                "the fast kernel with cp.async copies into the second stage"),
+)
+"""Correct kernels that chapters 6-7 measure next to the course kernels but the ladder leaves out."""
+
+VARIANTS: tuple[GemmKernel, ...] = (
+    GemmKernel("banks_transposed", 4, "04_banks.cu", "gemm_banks_transposed_32", (32, 32, 1), (32, 32),
+               "the 32x32 tiled kernel with the B tile stored transposed: column reads, 32-way bank conflicts"),
+    GemmKernel("banks_padded", 4, "04_banks.cu", "gemm_banks_padded_32", (32, 32, 1), (32, 32),
+               "the transposed B tile with one column of padding ([32][33]): conflict-free again"),
+    GemmKernel("regtile2d_t_strided", 6, "06_register_tiling_2d.cu", "gemm_regtile_2d_t_strided", (256, 1, 1), (128, 128),
+               "regtile2d_t with tile loads in loops the compiler cannot count (i = tid, tid + 256, ...)"),
+)
+"""The teaching variants of chapters 4 and 6, each correct and one change away from a course kernel, to show what that change costs."""
+
+EARLY_RETURN = GemmKernel("early_return", 3, "03_early_return.cu", "gemm_tiled_early_return_32", (32, 32, 1), (32, 32),
+                          "the 32x32 tiled kernel with an early return before __syncthreads(): wrong when 32 does not divide M or N")
+"""Chapter 3's kernel, wrong on purpose, the tiled kernel with an early return before its barriers."""
+
+
+def kernels() -> dict[str, GemmKernel]:
+    """``{name: callable(A, B) -> C}`` for every kernel of the course ladder, in chapter order."""
+    return {k.name: k for k in COURSE}
+
+
+def named() -> dict[str, GemmKernel]:
+    """The kernels with course names: the ladder, the teaching variants, the candidates and chapter 3's wrong one."""
+    return {k.name: k for k in (*COURSE, *VARIANTS, *CANDIDATES, EARLY_RETURN)}
+
+
+def known() -> dict[str, GemmKernel]:
+    """Every name :func:`lookup` and ``python -m gemmlab run`` accept: :func:`named`, and every ``07_fast.cu``
+    configuration by its entry point's name (chapter 7's tuned configurations and ablations)."""
+    return {**named(), **{c.function: fast_kernel(c) for c in fast_configs.CONFIGS}}
+
+
+def lookup(name: str) -> GemmKernel:
+    """The kernel called ``name`` (see :func:`~gemmlab.registry.known`), or a KeyError listing the names."""
+    every = known()
+    if name not in every:
+        raise KeyError(f"no GEMM kernel named {name!r}; choose from {', '.join(every)}")
+    return every[name]
+
+
+def correct_kernels() -> list[GemmKernel]:
+    """Every correct kernel once (course names first; a ``07_fast.cu`` configuration that also has a course
+    name appears under that name): what the GPU tests check against the reference."""
+    seen, out = set(), []
+    for k in known().values():
+        if k is not EARLY_RETURN and (k.source_name, k.function) not in seen:
+            seen.add((k.source_name, k.function))
+            out.append(k)
+    return out

@@ -1,0 +1,33 @@
+"""Choosing the fast kernel's tile shape for the GPU at hand (chapter 7's autotuner).
+
+:func:`tune` times every configuration of :data:`gemmlab.fast_configs.CONFIGS` (or those given),
+checks each result against the reference, and ranks them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import bench, fast_configs, registry, verify
+from .fast_configs import FastConfig
+
+
+@dataclass(frozen=True)
+class Trial:
+    config: FastConfig
+    tflops: float
+    correct: bool
+
+
+def tune(M: int = 4096, N: int = 4096, K: int = 4096, configs=None, repeat: int = 3, log=print) -> list[Trial]:
+    """Time every configuration (default: :func:`gemmlab.fast_configs.search_space`) at M×N×K on this GPU,
+    check each result, and return the trials fastest first (wrong results last)."""
+    configs = list(configs or fast_configs.search_space())
+    A, B = verify.random_operands(M, N, K, seed=7)
+    ref = verify.Reference(A, B)
+    trials = []
+    for c in configs:
+        r = bench.time_gemm(registry.fast_kernel(c), A, B, repeat, ref)
+        trials.append(Trial(c, r.tflops, r.correct))
+        log(f"{c.label:<48} {r.tflops:6.2f} TFLOP/s{'' if r.correct else '  WRONG'}")
+    return sorted(trials, key=lambda t: (not t.correct, -t.tflops))
