@@ -102,8 +102,8 @@ def test_adding_a_configuration_is_one_line(monkeypatch):
         compile_units._course_unit.cache_clear()
 
 
-def test_a_configuration_of_ones_own_compiles_alone():
-    """A reader's configuration gets a compile unit of its own, marked custom in its provenance line."""
+def test_a_configuration_of_ones_own_gets_a_compile_unit_of_its_own():
+    """A reader's configuration is compiled alone (its own unit), marked custom in its provenance line."""
     mine = FastConfig(64, 256, 8, 32, 64, 8, 8, MIN_BLOCKS=2)
     k = registry.fast_kernel(mine)
     assert k.source.custom and k.source.generated == fast_configs.entry_points([mine])
