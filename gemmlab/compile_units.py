@@ -74,11 +74,14 @@ def unit(path: str | Path, configs=None) -> CompileUnit:
     file = provenance.kernel_path(path)
     if configs is None:
         return _course_unit(file)
-    defines = tuple(sorted(DEFINES.get(file.name, {}).items()))
     if file.name != fast_configs.SOURCE:
         raise ValueError(f"only {fast_configs.SOURCE} takes configurations, not {file.name}")
     configs = tuple(c.validate() for c in configs)
-    return CompileUnit(file, fast_configs.entry_points(configs), defines, custom=configs != fast_configs.CONFIGS)
+    return CompileUnit(file, fast_configs.entry_points(configs), _defines(file.name), custom=configs != fast_configs.CONFIGS)
+
+
+def _defines(name: str) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(DEFINES.get(name, {}).items()))
 
 
 @functools.lru_cache(maxsize=None)
@@ -86,7 +89,7 @@ def _course_unit(file: Path) -> CompileUnit:
     """The course's unit of a file, made once per process (it is looked up on every launch); the file's
     own text is read afresh each time it is used."""
     generated = GENERATED[file.name]() if file.name in GENERATED else ""
-    return CompileUnit(file, generated, tuple(sorted(DEFINES.get(file.name, {}).items())))
+    return CompileUnit(file, generated, _defines(file.name))
 
 
 def all_units() -> list[CompileUnit]:

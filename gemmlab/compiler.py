@@ -157,7 +157,7 @@ def load(what: str | Path | CompileUnit, quiet: bool = False) -> CompiledFile:
     """
     unit = what if isinstance(what, CompileUnit) else compile_units.unit(what)
     st = unit.path.stat()
-    key = (str(unit.path), st.st_mtime_ns, st.st_size, unit.generated, unit.defines)   # cheap: called on every launch
+    key = (unit, st.st_mtime_ns, st.st_size)   # cheap: called on every launch (a unit hashes its cached strings)
     if key in _loaded:
         return _loaded[key]
     gpu.cuda()

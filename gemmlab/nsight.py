@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import shutil
 import sys
 from dataclasses import dataclass
 
@@ -60,8 +58,7 @@ class CountersUnavailable(RuntimeError):
 
 def find_ncu() -> str | None:
     """Path of ``ncu`` on PATH or in the CUDA toolkit's usual place, or None."""
-    return shutil.which("ncu") or next(
-        (p for p in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu") if os.path.exists(p)), None)
+    return watchdog.find_tool("ncu", "/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
 
 
 def unavailable_reason() -> str | None:

@@ -20,8 +20,8 @@ from .gemm import GemmKernel
 
 def fast_kernel(config: FastConfig, name: str | None = None, summary: str | None = None) -> GemmKernel:
     """The kernel of one ``07_fast.cu`` configuration: the course's compile unit for the configurations in
-    :data:`~gemmlab.fast_configs.CONFIGS`, a unit of its own for any other (a reader's), compiled on first use."""
-    config.validate()
+    :data:`~gemmlab.fast_configs.CONFIGS`, a unit of its own for any other (a reader's, checked by
+    :meth:`~gemmlab.fast_configs.FastConfig.validate` there), compiled on first use."""
     source = fast_configs.SOURCE if config in fast_configs.CONFIGS else compile_units.unit(fast_configs.SOURCE, [config])
     return GemmKernel(name or config.function, 7, source, config.function, (config.THREADS, 1, 1), (config.BM, config.BN),
                       summary or config.label)

@@ -82,10 +82,15 @@ class SanitizerReport:
         return f"{self.tool}: {self.errors} errors" + ("" if self.program_ok else f" ({self.note})")
 
 
+def find_tool(name: str, *usual_places: str) -> str | None:
+    """Path of the command ``name`` on PATH, else the first of ``usual_places`` that exists, else None
+    (the CUDA tools are often installed but not on PATH)."""
+    return shutil.which(name) or next((p for p in usual_places if os.path.exists(p)), None)
+
+
 def find_sanitizer() -> str | None:
     """Path of ``compute-sanitizer`` on PATH or in the CUDA toolkit's usual place, or None."""
-    return shutil.which("compute-sanitizer") or next(
-        (p for p in ("/usr/local/cuda/bin/compute-sanitizer",) if os.path.exists(p)), None)
+    return find_tool("compute-sanitizer", "/usr/local/cuda/bin/compute-sanitizer")
 
 
 def run_sanitized(tool: str, code: str, timeout_s: float = 300.0) -> SanitizerReport:
