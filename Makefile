@@ -4,9 +4,9 @@ book:
 	bash scripts/build-book.sh
 test:
 	bash scripts/test.sh
-# On a machine with a GPU, PyCUDA, nbval and ipykernel (see the README):
+# On a machine with a GPU and the GPU requirements (see the README):
 gpu-test:
-	python3 -m pytest -p no:cacheprovider tests/gpu --nbval chapters/ --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
+	bash scripts/gpu-test.sh
 execute:
 	bash scripts/execute.sh
 bench:

@@ -13,7 +13,9 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
    :mod:`~gemmlab.watchdog` (child processes under a timeout).
 2. **Finding PyCUDA, the driver and a GPU**: :mod:`~gemmlab.gpu`.
 3. **Compiling and timing**: :mod:`~gemmlab.compiler`, :mod:`~gemmlab.timing`.
-4. **The device's limits**: :mod:`~gemmlab.device`.
+4. **The device and its software**: :mod:`~gemmlab.device` (limits and ceilings),
+   :mod:`~gemmlab.environment` (GPU, driver, toolkit and package versions), :mod:`~gemmlab.budget`
+   (problem sizes scaled so that no cell takes much over two minutes on a T4).
 5. **Launching**: :mod:`~gemmlab.checks` (inputs), :mod:`~gemmlab.gemm` (the GEMM kernel class),
    :mod:`~gemmlab.probes` (the kernels that are not GEMMs).
 6. **Every kernel by name**: :mod:`~gemmlab.registry`.
@@ -27,14 +29,14 @@ from .gpu import GPUUnavailable
 from .registry import kernels, lookup
 
 __all__ = ["GPUUnavailable", "LAYERS", "kernels", "lookup"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "compile_units", "provenance",
                 "source", "tables", "figures", "workbench", "barriers", "watchdog")),
     ("finding PyCUDA, the driver and a GPU", ("gpu",)),
     ("compiling and timing", ("compiler", "timing")),
-    ("the device's limits", ("device",)),
+    ("the device and its software", ("device", "environment", "budget")),
     ("launching", ("checks", "gemm", "probes")),
     ("every kernel by name", ("registry",)),
     ("measuring", ("bench", "ceilings", "tuning", "nsight", "driver", "exercises")),

@@ -10,11 +10,12 @@ not in the times. Each result is checked against the reference first; a wrong on
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from . import device, gpu, models, registry, timing, verify
+from . import device, environment, gpu, models, registry, timing, verify
 from .gemm import GemmKernel
 
 
@@ -46,6 +47,18 @@ def time_gemm(kernel: GemmKernel, A: np.ndarray, B: np.ndarray, repeat: int = 5,
     return _result(kernel.name, problem.M, problem.N, problem.K, t.median_s, ok)
 
 
+#: What a cell says, once, where CuPy (and so the cuBLAS baseline) is missing.
+NO_CUBLAS = ("CuPy is not installed here, so this machine has no cuBLAS baseline: the shares of cuBLAS read '-' "
+             "(the stored outputs show the H200's cuBLAS).")
+_said: set[str] = set()
+
+
+def _say_once(sentence: str) -> None:
+    if sentence not in _said:
+        _said.add(sentence)
+        print(sentence)
+
+
 def cupy_or_none():
     """CuPy with TF32 off (so cuBLAS computes in true FP32), or None where it is not installed."""
     os.environ.setdefault("CUPY_TF32", "0")
@@ -57,10 +70,12 @@ def cupy_or_none():
 
 
 def time_cublas(A: np.ndarray, B: np.ndarray, repeat: int = 5, reference: verify.Reference | None = None) -> GemmResult | None:
-    """cuBLAS SGEMM through CuPy's matmul, in this process and context; None without CuPy."""
+    """cuBLAS SGEMM through CuPy's matmul, in this process and context; None without CuPy (and
+    :data:`NO_CUBLAS` printed, once per process)."""
     gpu.cuda()
     cp = cupy_or_none()
     if cp is None:
+        _say_once(NO_CUBLAS)
         return None
     M, K = A.shape
     N = B.shape[1]
@@ -72,12 +87,19 @@ def time_cublas(A: np.ndarray, B: np.ndarray, repeat: int = 5, reference: verify
     return _result("cuBLAS", M, N, K, t.median_s, ok)
 
 
+def of_cublas(result: GemmResult, cublas: GemmResult | None) -> str:
+    """``result``'s share of the cuBLAS result as ``"92.3%"``, or ``"-"`` where there is no cuBLAS."""
+    return f"{result.tflops / cublas.tflops:.1%}" if cublas else "-"
+
+
 def sweep(names, sizes, repeat: int = 5, cublas: bool = True) -> dict[str, list[GemmResult]]:
     """Each named kernel (and cuBLAS) at each square size n: ``{name: [result per size]}``."""
     gpu.cuda()
     table = {name: [] for name in names}
     if cublas and cupy_or_none() is not None:
         table["cuBLAS"] = []
+    elif cublas:
+        _say_once(NO_CUBLAS)
     for n in sizes:
         A, B = verify.random_operands(n, n, n, seed=n)
         ref = verify.Reference(A, B)
@@ -92,15 +114,17 @@ def sweep(names, sizes, repeat: int = 5, cublas: bool = True) -> dict[str, list[
 DEFAULT_SIZES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 1234))
 
 
-def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print) -> list[GemmResult]:
-    """Every course kernel (or those named) and cuBLAS at each (M, N, K)."""
+def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress=None) -> list[GemmResult]:
+    """Every course kernel (or those named) and cuBLAS at each (M, N, K): ``log`` gets one line per
+    result, ``progress`` (if given) one line per size, with the seconds it took."""
     unknown = sorted(set(names or ()) - set(registry.kernels()))
     if unknown:
         raise ValueError(f"no course kernel named {', '.join(unknown)}; choose from {', '.join(registry.kernels())}")
     gpu.cuda()
     chosen = [k for n, k in registry.kernels().items() if names is None or n in names]
     results = []
-    for M, N, K in sizes:
+    for i, (M, N, K) in enumerate(sizes, 1):
+        start = time.monotonic()
         A, B = verify.random_operands(M, N, K, seed=M + N + K)
         ref = verify.Reference(A, B)
         for k in chosen:
@@ -111,6 +135,9 @@ def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print) -> list[
         if r is not None:
             log(format_row(r))
             results.append(r)
+        if progress:
+            progress(f"size {i} of {len(sizes)}, {M}x{N}x{K}: {len(chosen)} kernels{' and cuBLAS' if r else ''} "
+                     f"checked and timed in {time.monotonic() - start:.0f} s")
     return results
 
 
@@ -130,4 +157,5 @@ def to_json(results: list[GemmResult]) -> dict:
         row["fraction_of_cublas"] = r.tflops / ref if ref else None
         row["fraction_of_fp32_peak"] = r.tflops * 1e12 / device.peak_fp32_flops(spec)
         rows.append(row)
-    return {"device": spec.name, "arch": spec.arch, "cupy_tf32": os.environ.get("CUPY_TF32"), "results": rows}
+    return {"device": spec.name, "arch": spec.arch, "cupy_tf32": os.environ.get("CUPY_TF32"),
+            "environment": environment.versions(), "results": rows}

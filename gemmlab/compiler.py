@@ -2,25 +2,32 @@
 
 :func:`load` compiles a file's compile unit (:mod:`gemmlab.compile_units`: the file, plus the
 constants and entry points Python adds) once per process for the current device's architecture
-(``sm_XY``) and prints its provenance line. :meth:`CompiledFile.resources` reports what the
-compiler gave each function: registers per thread, static shared memory, local memory;
+(``sm_XY``) and prints its provenance line. With ``GEMMLAB_ARCH=compute_75`` (any virtual
+architecture up to the device's own) it compiles to PTX instead, which the driver JIT-compiles:
+the ``__CUDA_ARCH__ < 800`` branches a T4 runs then run on this GPU (:func:`target`).
+:meth:`CompiledFile.resources` reports what the compiler gave each function: registers per thread, static shared memory, local memory;
 :meth:`CompiledFile.sass` its machine code; :func:`ptxas_report` what ptxas decided, with no GPU.
 """
 
 from __future__ import annotations
 
 import collections
+import os
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import compile_units, gpu, provenance
+from . import compile_units, gpu, provenance, watchdog
 from .compile_units import CompileUnit
 
 NVCC_OPTIONS = ("-std=c++17", "-lineinfo")
+ARCH_VARIABLE = "GEMMLAB_ARCH"
+
+
+class SassUnavailable(RuntimeError):
+    """The machine code cannot be shown here (no ``cuobjdump``); the message says so in one sentence."""
 
 
 @dataclass(frozen=True)
@@ -38,9 +45,9 @@ class CompiledFile:
     """One compile unit compiled for one architecture: the unit, ``sm_XY`` and the loaded module."""
 
     unit: CompileUnit
-    arch: str
+    arch: str                                       # sm_XY, or compute_XY where the driver JIT-compiled PTX
     module: object
-    cubin: bytes = field(default=b"", repr=False)   # the compiled binary, for direct driver calls (gemmlab.driver)
+    image: bytes = field(default=b"", repr=False)   # the cubin or PTX loaded, for direct driver calls (gemmlab.driver)
     _functions: dict = field(default_factory=dict, repr=False)
 
     def function(self, name: str):
@@ -66,14 +73,22 @@ class CompiledFile:
         return Resources(f.num_regs, f.shared_size_bytes, f.local_size_bytes, f.max_threads_per_block)
 
     def sass(self, name: str) -> str:
-        """The machine code (SASS) of function ``name`` as ``cuobjdump`` disassembles this very cubin."""
+        """The machine code (SASS) of function ``name`` as ``cuobjdump`` disassembles this very cubin
+        (for PTX, the cubin ptxas makes of the same PTX for this GPU, as the driver's JIT does).
+        Raises :class:`SassUnavailable` where ``cuobjdump`` is missing."""
         self.function(name)
-        tool = shutil.which("cuobjdump")
+        tool = watchdog.find_tool("cuobjdump")
         if tool is None:
-            raise FileNotFoundError("cuobjdump (part of the CUDA toolkit) is not on PATH, so the SASS cannot be shown.")
+            raise SassUnavailable("cuobjdump (part of the CUDA toolkit) is not installed here, so this cell cannot "
+                                  "disassemble the kernel: the stored outputs show the H200's machine code.")
+        cubin_bytes = self.image
+        if self.arch.startswith("compute_"):
+            from pycuda.compiler import compile as nvcc
+            cubin_bytes = nvcc(self.unit.text, arch=self.arch, code=arch(), no_extern_c=True,
+                               options=[*NVCC_OPTIONS, *self.unit.options], include_dirs=[str(self.unit.path.parent)])
         with tempfile.TemporaryDirectory() as tmp:
             cubin = Path(tmp) / "kernel.cubin"
-            cubin.write_bytes(self.cubin)
+            cubin.write_bytes(cubin_bytes)
             proc = subprocess.run([tool, "-sass", "-fun", name, str(cubin)], capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             raise RuntimeError(f"cuobjdump failed: {proc.stderr.strip()[:200]}")
@@ -147,10 +162,43 @@ def arch() -> str:
     return f"sm_{major}{minor}"
 
 
+def target() -> str:
+    """What the kernels are compiled for: this GPU's ``sm_XY``, or the virtual architecture named by
+    ``$GEMMLAB_ARCH``, e.g. ``compute_75``: PTX that the driver JIT-compiles for this GPU, so the
+    code a T4 runs (no ``cp.async``) runs on an H200 too."""
+    native = arch()
+    want = os.environ.get(ARCH_VARIABLE, "").strip()
+    if not want or want == native:
+        return native
+    m = re.fullmatch(r"compute_(\d+)(\d)", want)      # compute_75, compute_90, compute_100
+    if m is None:
+        raise ValueError(f"{ARCH_VARIABLE}={want!r} is not a virtual architecture: give one such as compute_75, "
+                         f"or leave it unset to compile for this GPU ({native}).")
+    if (int(m[1]), int(m[2])) > (int(native[3:-1]), int(native[-1])):
+        raise ValueError(f"{ARCH_VARIABLE}={want} is newer than this GPU ({native}): its PTX could not run here.")
+    return want
+
+
+def build(text: str, options=(), include_dirs=()) -> tuple[str, bytes]:
+    """Compile CUDA source ``text`` for :func:`target`: ``(arch, image)``, the image a cubin, or
+    NUL-terminated PTX for the driver to JIT-compile where the target is a virtual architecture."""
+    gpu.cuda()
+    gpu.require_nvcc()
+    from pycuda.compiler import compile as nvcc
+
+    chosen = target()
+    jit = chosen.startswith("compute_")
+    image = nvcc(text, arch=chosen, no_extern_c=True, options=[*NVCC_OPTIONS, *options],
+                 include_dirs=list(include_dirs), target="ptx" if jit else "cubin")
+    if jit:
+        image = image.rstrip(b"\0") + b"\0"
+    return chosen, image
+
+
 def load(what: str | Path | CompileUnit, quiet: bool = False) -> CompiledFile:
     """Compile a kernel file (by name or path: its course compile unit) or a
-    :class:`~gemmlab.compile_units.CompileUnit` for
-    this GPU, once per process and version of the file, and print its provenance line.
+    :class:`~gemmlab.compile_units.CompileUnit` for this GPU (or for :func:`target`'s virtual
+    architecture), once per process and version of the file, and print its provenance line.
 
     The line carries the hash of the file handed to the compiler and of what Python added to it, so it
     always names the source that produced the outputs that follow it.
@@ -160,15 +208,10 @@ def load(what: str | Path | CompileUnit, quiet: bool = False) -> CompiledFile:
     key = (unit, st.st_mtime_ns, st.st_size)   # cheap: called on every launch (a unit hashes its cached strings)
     if key in _loaded:
         return _loaded[key]
-    gpu.cuda()
-    gpu.require_nvcc()
     import pycuda.driver as drv
-    from pycuda.compiler import compile as nvcc
 
-    target = arch()
-    cubin = nvcc(unit.text, arch=target, no_extern_c=True, options=[*NVCC_OPTIONS, *unit.options],
-                 include_dirs=[str(unit.path.parent)])
-    compiled = CompiledFile(unit, target, drv.module_from_buffer(cubin), cubin=cubin)
+    chosen, image = build(unit.text, unit.options, [str(unit.path.parent)])
+    compiled = CompiledFile(unit, chosen, drv.module_from_buffer(image), image=image)
     _loaded[key] = compiled
     if not quiet:
         print(compiled.provenance)

@@ -2,7 +2,7 @@
 
 Chapter 5 checks :func:`gemmlab.occupancy.calculate` against
 ``cuOccupancyMaxActiveBlocksPerMultiprocessor``. PyCUDA has no binding for it, so this module
-calls ``libcuda`` through ``ctypes``: it loads the same cubin that :func:`gemmlab.compiler.load`
+calls ``libcuda`` through ``ctypes``: it loads the same cubin (or PTX) that :func:`gemmlab.compiler.load`
 built into the current (PyCUDA) context and asks the driver about one of its functions.
 """
 
@@ -46,13 +46,13 @@ _functions: dict[tuple[int, str], ctypes.c_void_p] = {}
 
 
 def _function(compiled: compiler.CompiledFile, name: str) -> ctypes.c_void_p:
-    """The CUfunction ``name`` of ``compiled``'s cubin; the cubin is loaded once per file version."""
+    """The CUfunction ``name`` of ``compiled``'s image (cubin or PTX); loaded once per file version."""
     key = (id(compiled), name)
     if key not in _functions:
         compiled.function(name)     # a clear KeyError for a name the file does not have
         if id(compiled) not in _modules:
             module = ctypes.c_void_p()
-            _call("cuModuleLoadData", ctypes.byref(module), ctypes.c_char_p(compiled.cubin))
+            _call("cuModuleLoadData", ctypes.byref(module), ctypes.c_char_p(compiled.image))
             _modules[id(compiled)] = module
         fn = ctypes.c_void_p()
         _call("cuModuleGetFunction", ctypes.byref(fn), _modules[id(compiled)], name.encode())

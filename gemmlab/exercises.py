@@ -22,12 +22,11 @@ def check_kernel(source: str, function: str, block: tuple[int, int, int],
     drv = gpu.cuda()
     gpu.require_nvcc()
     from pycuda import gpuarray
-    from pycuda.compiler import SourceModule
 
     spec = device.current()
     checks.check_block(block, spec)
-    module = SourceModule(source, arch=compiler.arch(), no_extern_c=True, options=list(compiler.NVCC_OPTIONS))
-    kernel = module.get_function(function)
+    _, image = compiler.build(source)
+    kernel = drv.module_from_buffer(image).get_function(function)
     rows, ok = [], True
     for M, N, K in sizes:
         A, B = verify.random_operands(M, N, K, seed=M + 3 * N + 7 * K)

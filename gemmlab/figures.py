@@ -122,24 +122,28 @@ def speed_sweep(sizes, series: dict[str, list[float]], title: str, ylabel: str =
     return fig
 
 
-def speed_bars(speeds: dict[str, float], reference: tuple[str, float], title: str = ""):
+def speed_bars(speeds: dict[str, float], reference: tuple[str, float] | None, title: str = ""):
     """One horizontal bar per kernel (TFLOP/s, in the order given), each labelled with its share of
-    ``reference`` = (name, TFLOP/s), which is drawn as a dashed line."""
+    ``reference`` = (name, TFLOP/s), which is drawn as a dashed line; with no reference (no cuBLAS
+    on this machine), the bars alone."""
     import matplotlib.pyplot as plt
 
     names = list(speeds)
+    top = max([*speeds.values(), reference[1] if reference else 0.0])
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(names) + 1.2), layout="constrained")
     bars = ax.barh(range(len(names)), [speeds[n] for n in names], color="tab:blue")
-    ax.axvline(reference[1], color="0.3", ls="--", lw=1, label=f"{reference[0]} {reference[1]:.1f} TFLOP/s")
+    if reference:
+        ax.axvline(reference[1], color="0.3", ls="--", lw=1, label=f"{reference[0]} {reference[1]:.1f} TFLOP/s")
+        ax.legend(loc="lower right", fontsize=8)
     for b, n in zip(bars, names):
-        ax.annotate(f"{speeds[n]:.1f} ({speeds[n] / reference[1]:.0%})", (b.get_width(), b.get_y() + b.get_height() / 2),
+        share = f" ({speeds[n] / reference[1]:.0%})" if reference else ""
+        ax.annotate(f"{speeds[n]:.1f}{share}", (b.get_width(), b.get_y() + b.get_height() / 2),
                     va="center", fontsize=8, xytext=(3, 0), textcoords="offset points")
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
-    ax.set_xlim(0, reference[1] * 1.2)
+    ax.set_xlim(0, top * 1.2)
     ax.set_xlabel("TFLOP/s (FP32)")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=8)
     return fig
 
 

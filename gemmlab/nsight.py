@@ -57,8 +57,8 @@ class CountersUnavailable(RuntimeError):
 
 
 def find_ncu() -> str | None:
-    """Path of ``ncu`` on PATH or in the CUDA toolkit's usual place, or None."""
-    return watchdog.find_tool("ncu", "/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
+    """Path of ``ncu`` (on PATH, beside nvcc, or where Nsight Compute installs itself), or None."""
+    return watchdog.find_tool("ncu", "/opt/nvidia/nsight-compute/ncu")
 
 
 def unavailable_reason() -> str | None:
@@ -116,7 +116,7 @@ def profile_program(args: list[str], function: str, metrics: dict[str, str], tim
     out = run.stdout + run.stderr
     if "ERR_NVGPUCTRPERM" in out:
         raise CountersUnavailable("Nsight Compute has no permission to read this GPU's performance counters "
-                                  "(ERR_NVGPUCTRPERM), as on many shared and cloud machines.")
+                                  "(ERR_NVGPUCTRPERM), as on many shared and cloud machines; the stored outputs of the book show the H200's.")
     if run.status != "ok":
         last = next((l for l in reversed(out.splitlines()) if l.strip()), "no output")
         raise CountersUnavailable(f"Nsight Compute failed (exit {run.returncode}): {last.strip()[:200]}")

@@ -67,6 +67,9 @@ def run_isolated(code: str, timeout_s: float = 30.0) -> Outcome:
 
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+#: What a sanitizer cell says where compute-sanitizer is missing.
+NO_SANITIZER = ("compute-sanitizer (part of the CUDA toolkit) is not installed here, so nothing was checked: "
+                "the stored outputs show what it reports on the H200")
 
 
 @dataclass(frozen=True)
@@ -82,15 +85,22 @@ class SanitizerReport:
         return f"{self.tool}: {self.errors} errors" + ("" if self.program_ok else f" ({self.note})")
 
 
-def find_tool(name: str, *usual_places: str) -> str | None:
-    """Path of the command ``name`` on PATH, else the first of ``usual_places`` that exists, else None
-    (the CUDA tools are often installed but not on PATH)."""
-    return shutil.which(name) or next((p for p in usual_places if os.path.exists(p)), None)
+def find_tool(name: str, *more_places: str) -> str | None:
+    """Path of the command ``name``: on PATH, else beside ``nvcc`` (the CUDA tools are often installed
+    but not on PATH; they live in the toolkit's ``bin`` with the compiler), else the first of
+    ``more_places`` that exists, else None. A machine whose toolkit lacks the tool gets None, and the
+    caller says so in one sentence."""
+    found = shutil.which(name)
+    if found:
+        return found
+    nvcc = shutil.which("nvcc")
+    beside = [os.path.join(os.path.dirname(os.path.realpath(nvcc)), name)] if nvcc else []
+    return next((p for p in [*beside, *more_places] if os.path.isfile(p) and os.access(p, os.X_OK)), None)
 
 
 def find_sanitizer() -> str | None:
-    """Path of ``compute-sanitizer`` on PATH or in the CUDA toolkit's usual place, or None."""
-    return find_tool("compute-sanitizer", "/usr/local/cuda/bin/compute-sanitizer")
+    """Path of ``compute-sanitizer`` (on PATH or in the CUDA toolkit beside nvcc), or None."""
+    return find_tool("compute-sanitizer")
 
 
 def run_sanitized(tool: str, code: str, timeout_s: float = 300.0) -> SanitizerReport:
@@ -101,7 +111,7 @@ def run_sanitized(tool: str, code: str, timeout_s: float = 300.0) -> SanitizerRe
         raise ValueError(f"tool must be one of {', '.join(SANITIZER_TOOLS)}, got {tool!r}")
     exe = find_sanitizer()
     if exe is None:
-        return SanitizerReport(tool, None, "compute-sanitizer is not installed on this machine")
+        return SanitizerReport(tool, None, NO_SANITIZER)
     outcome = run_command([exe, f"--tool={tool}", sys.executable, "-c", code], timeout_s)
     if outcome.status == "timeout":
         return SanitizerReport(tool, None, str(outcome))

@@ -15,7 +15,6 @@ step() {  # step NAME CMD...: run, log, time
     echo "$name: $((SECONDS - t0)) s"; tail -n 3 "$out/$name.log"
 }
 step execute bash scripts/execute.sh
-step gpu-tests python3 -m pytest -p no:cacheprovider -ra tests/gpu --nbval chapters/ --nbval-current-env \
-    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
+step gpu-tests bash scripts/gpu-test.sh
 step bench python3 -m gemmlab bench --json results/bench.json
 exit $status

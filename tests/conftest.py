@@ -1,6 +1,7 @@
 """Shared fixtures: the repository's book configuration, its table of contents, the book
-built once per test session (for tests/test_book.py and tests/test_browser.py), and a real
-browser with a local web server (for tests/test_workbench_browser.py)."""
+built once per test session (for tests/test_book.py and tests/test_browser.py), a real
+browser with a local web server (for tests/test_workbench_browser.py), and the strict-tools
+switch (:func:`skip_or_fail`) that CI sets so that a missing tool fails instead of skipping."""
 
 from __future__ import annotations
 
@@ -12,11 +13,52 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_TIMEOUT_S = 900
+
+
+# ---------------------------------------------------------------- strict tools
+
+STRICT_TOOLS_VAR = "GEMMLAB_STRICT_TOOLS"
+
+
+def strict_tools() -> bool:
+    """True when ``GEMMLAB_STRICT_TOOLS=1``: CI's container installs every tool, so none may be missing."""
+    return os.environ.get(STRICT_TOOLS_VAR) == "1"
+
+
+def skip_or_fail(reason: str) -> NoReturn:
+    """Skip the current test because a tool of the CPU suite (nvcc, chromium, Playwright,
+    jupyter-book) is missing, or fail it with the same reason under ``GEMMLAB_STRICT_TOOLS=1``.
+
+    Only for missing tools: a GPU test that skips because there is no GPU does not come here."""
+    if strict_tools():
+        pytest.fail(f"{reason} ({STRICT_TOOLS_VAR}=1: a missing tool is a failure, not a skip)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(name="skip_or_fail", scope="session")
+def skip_or_fail_fixture():
+    """:func:`skip_or_fail`, as a fixture (test modules do not import conftest)."""
+    return skip_or_fail
+
+
+NVCC_MISSING = "nvcc (the CUDA toolkit) is not installed on this machine"
+
+
+@pytest.fixture(scope="session")
+def nvcc_path() -> str:
+    """The path of ``nvcc``; skips (or fails, under ``GEMMLAB_STRICT_TOOLS=1``) where it is missing."""
+    import shutil
+
+    found = shutil.which("nvcc")
+    if found is None:
+        skip_or_fail(NVCC_MISSING)
+    return found
 
 
 # ---------------------------------------------------------------- the book's sources
@@ -146,8 +188,8 @@ def built_book(tmp_path_factory) -> BookBuild:
     temporary folder so that the checkout's own _build is left alone."""
     jb = Path(sys.executable).parent / "jupyter-book"
     if not jb.exists():
-        pytest.skip(f"jupyter-book is not installed next to {sys.executable}; "
-                    "install the pinned requirements (pip install -r requirements.txt)")
+        skip_or_fail(f"jupyter-book is not installed next to {sys.executable}; "
+                     "install the pinned requirements (pip install -r requirements.txt)")
     out = tmp_path_factory.mktemp("book")
     cmd = [str(jb), "build", str(ROOT), "--all", "-W", "-n", "--keep-going", "--path-output", str(out)]
     env = dict(os.environ)
@@ -257,11 +299,13 @@ def served_book(built_book):
 @pytest.fixture(scope="module")
 def browser():
     """Headless Debian chromium through Playwright (module scope: one Playwright at a time)."""
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="the playwright Python package is not installed (it is in requirements.txt)")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        skip_or_fail("the playwright Python package is not installed (it is in requirements.txt)")
     executable = chromium_executable()
     if executable is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install chromium; scripts/test.sh does this as root)")
+        skip_or_fail("chromium is not installed (Debian: apt-get install chromium; scripts/test.sh does this as root)")
     pw = sync_api.sync_playwright().start()
     try:
         b = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)

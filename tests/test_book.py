@@ -82,17 +82,27 @@ def test_api_page_documents_gemmlab(built_book, repo_root):
     assert "check_gemm_shapes" in htmllib.unescape(re.sub(r"<[^>]+>", "", text))
 
 
-def test_colab_launch_buttons_point_to_the_repository(built_book, book_config, toc_pages, book_sources):
+def test_colab_launch_buttons_point_to_the_release(built_book, book_config, toc_pages, book_sources):
+    """Chapters (which have the setup cell) open on Colab at the release tag; a notebook without the
+    setup cell (the Workbench) offers no Colab button, since gemmlab could not be imported there."""
+    import gemmlab
+
     repo = urlparse(book_config["repository"]["url"])
     assert repo.scheme == "https" and repo.netloc == "github.com", (
         f"repository.url in _config.yml must be a https://github.com/ URL, got {book_config['repository']['url']}")
     owner_repo = repo.path.strip("/").removesuffix(".git")
     branch = book_config["repository"].get("branch", "main")
+    assert branch == "v" + gemmlab.__version__, "repository.branch must be the release tag (scripts/set-version.py)"
     colab = book_config["launch_buttons"]["colab_url"].rstrip("/")
     notebooks = [d for d in toc_pages if (s := book_sources.source_of(d)) is not None and s.suffix == ".ipynb"]
-    assert notebooks, "_toc.yml lists no notebook chapter, so no page has a launch button"
+    with_setup = [d for d in notebooks if '"colab-setup"' in book_sources.source_of(d).read_text(encoding="utf-8")]
+    assert with_setup, "_toc.yml lists no notebook chapter, so no page has a launch button"
+    assert "book/workbench" in notebooks and "book/workbench" not in with_setup
     for d in notebooks:
         text = (built_book.html / f"{d}.html").read_text(encoding="utf-8")
-        links = [htmllib.unescape(h) for h in re.findall(r'href="([^"]*colab[^"]*)"', text)]
+        links = [htmllib.unescape(h) for h in re.findall(r'href="([^"]*colab\.research[^"]*)"', text)]
+        if d not in with_setup:
+            assert not links, f"{d}.html has no setup cell but offers Colab: {links}"
+            continue
         want = f"{colab}/github/{owner_repo}/blob/{branch}/{d}.ipynb"
         assert want in links, f"{d}.html has no Colab launch link {want}; Colab links found: {links}"

@@ -17,7 +17,8 @@ ARCHS = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"]
 UNITS = compile_units.all_units()
 NVCC = shutil.which("nvcc")
 
-pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed on this machine")
+# Skips where nvcc is missing, or fails there under GEMMLAB_STRICT_TOOLS=1 (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("nvcc_path")
 
 
 def entry_points(text: str) -> set[str]:

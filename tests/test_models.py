@@ -1,7 +1,6 @@
 """The traffic model against a brute-force count of every thread's loads."""
 
 import itertools
-import shutil
 
 import numpy as np
 import pytest
@@ -63,7 +62,7 @@ def test_intensities_are_what_the_traffic_model_counts():
         assert models.gemm_flops(8 * T, 8 * T, 8 * T) / (4 * (a + b)) == pytest.approx(models.tiled_intensity(T))
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (the CUDA toolkit) is not installed on this machine")
+@pytest.mark.usefixtures("nvcc_path")     # skips without nvcc; fails under GEMMLAB_STRICT_TOOLS=1
 def test_shared_bytes_are_what_ptxas_allocates():
     from gemmlab import compile_units, compiler
 

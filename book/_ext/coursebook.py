@@ -5,10 +5,13 @@
   (``app.add_js_file(None, body=...)`` during the build). sphinx-thebe 0.3.1 adds
   ``const THEBE_JS_URL = ...`` that way, so every page threw "Identifier 'THEBE_JS_URL' has
   already been declared" in the browser. Each page keeps the first copy of each script.
+- Launch buttons (Colab) only on notebooks with the course's setup cell (tag ``colab-setup``): a
+  notebook without it (the Workbench) could not import ``gemmlab`` on Colab, so it offers no button.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -34,8 +37,21 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
     scripts[:] = unique
 
 
+def _has_setup_cell(path: Path) -> bool:
+    cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    return any("colab-setup" in c.get("metadata", {}).get("tags", []) for c in cells)
+
+
+def _launch_only_with_setup(app, pagename, templatename, context, doctree):
+    path = Path(app.env.doc2path(pagename))
+    buttons = context.get("header_buttons")
+    if buttons and path.suffix == ".ipynb" and not _has_setup_cell(path):
+        buttons[:] = [b for b in buttons if b.get("label") != "launch-buttons"]
+
+
 def setup(app):
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _launch_only_with_setup, priority=600)   # after the theme's (501)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

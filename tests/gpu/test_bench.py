@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from gemmlab import bench, models, provenance, registry
+from gemmlab import bench, environment, models, provenance, registry
 
 
 def test_ladder_small_sizes_all_correct():
@@ -26,3 +26,20 @@ def test_cli_writes_json(tmp_path):
     data = json.loads(out.read_text())
     assert {r["kernel"] for r in data["results"]} >= set(registry.kernels())
     assert all(r["correct"] for r in data["results"])
+    env = data["environment"]                       # where the numbers came from
+    assert set(env) >= {"gpu", "driver", "CUDA toolkit (nvcc)", "PyCUDA", "CuPy", "NumPy", "Python"}
+    assert data["device"] in env["gpu"] and env["PyCUDA"] != environment.MISSING and env["CUDA toolkit (nvcc)"][0].isdigit()
+
+
+def test_without_cupy_the_shares_of_cublas_read_dash(monkeypatch, capsys):
+    import numpy as np
+
+    monkeypatch.setattr(bench, "cupy_or_none", lambda: None)
+    monkeypatch.setattr(bench, "_said", set())
+    A = np.ones((8, 8), np.float32)
+    assert bench.time_cublas(A, A) is None
+    assert capsys.readouterr().out.strip() == bench.NO_CUBLAS
+    assert bench.time_cublas(A, A) is None and capsys.readouterr().out == ""       # said once
+    r = bench.time_gemm(registry.lookup("tiled32"), A, A)
+    assert bench.of_cublas(r, None) == "-" and bench.of_cublas(r, r) == "100.0%"
+    assert "cuBLAS" not in bench.sweep(["naive"], [16])

@@ -11,7 +11,7 @@ def test_provenance_line_printed_once(capsys):
     compiler.load("00_probes.cu")
     compiler.load("00_probes.cu")
     out = capsys.readouterr().out
-    assert out == compile_units.unit("00_probes.cu").provenance(device.current().arch) + "\n"
+    assert out == compile_units.unit("00_probes.cu").provenance(compiler.target()) + "\n"
 
 
 def test_resources_match_the_model():
@@ -22,6 +22,14 @@ def test_resources_match_the_model():
         assert r.local_bytes == 0 and 0 < r.registers <= 255
     with pytest.raises(KeyError, match="no extern"):
         f.function("gemm_tiled_64")
+
+
+def test_without_cuobjdump_the_sass_is_refused_in_one_sentence(monkeypatch):
+    f = compiler.load("02_tiled.cu", quiet=True)
+    monkeypatch.setattr(compiler.watchdog, "find_tool", lambda name, *more: None)
+    with pytest.raises(compiler.SassUnavailable, match="cuobjdump .* is not installed here") as err:
+        f.sass("gemm_tiled_32")
+    assert str(err.value).count(". ") == 0
 
 
 def test_hello_ids_mapping():

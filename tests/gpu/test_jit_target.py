@@ -1,0 +1,61 @@
+"""GEMMLAB_ARCH=compute_75: every kernel as PTX for a T4's architecture, JIT-compiled by the driver here.
+
+The GPU suite as a whole runs in that mode too (``GEMMLAB_ARCH=compute_75 bash scripts/gpu-test.sh``);
+these tests check the mode itself, in child processes so that this process keeps its own target.
+"""
+
+import json
+
+import pytest
+
+from gemmlab import compiler, watchdog
+
+CHILD = """
+import json
+import numpy as np
+from gemmlab import compiler, registry, verify
+k = registry.lookup("fast_async")
+A, B = verify.random_operands(200, 300, 100, seed=1)
+ok = verify.check(k(A, B), A, B).ok
+compiled = compiler.load(k.source, quiet=True)
+try:
+    ops = compiler.opcode_counts(compiled.sass(k.function), ("LDGSTS", "LDG"))
+except compiler.SassUnavailable:
+    ops = None
+print(json.dumps({"ok": ok, "arch": compiled.arch, "line": compiled.provenance, "ops": ops}))
+"""
+
+
+def run_with_target(target: str | None):
+    env_code = (f"import os; os.environ['GEMMLAB_ARCH'] = {target!r}\n" if target
+                else "import os; os.environ.pop('GEMMLAB_ARCH', None)\n")
+    out = watchdog.run_isolated(env_code + CHILD, timeout_s=600)
+    assert out.status == "ok", out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_compute_75_runs_the_t4_path_of_the_cp_async_kernel():
+    native, t4 = run_with_target(None), run_with_target("compute_75")
+    assert native["ok"] and t4["ok"]
+    assert t4["arch"] == "compute_75" and " compute_75 " in t4["line"]
+    if native["ops"] is None or int(compiler.arch()[3:]) < 80:
+        pytest.skip("needs cuobjdump and a GPU of sm_80 or later to tell the two paths apart")
+    assert any(op.startswith("LDGSTS") for op in native["ops"])       # cp.async on this GPU
+    assert not any(op.startswith("LDGSTS") for op in t4["ops"])       # the T4's loads and stores
+
+
+@pytest.mark.parametrize("value, message", [("compute_99", "newer than this GPU"), ("sm_80", "not a virtual architecture"),
+                                            ("banana", "not a virtual architecture")])
+def test_targets_that_cannot_run_here_are_refused_in_one_sentence(value, message, monkeypatch):
+    if value == "sm_80" and compiler.arch() == "sm_80":
+        pytest.skip("sm_80 is this GPU's own architecture")
+    monkeypatch.setenv(compiler.ARCH_VARIABLE, value)
+    with pytest.raises(ValueError, match=message):
+        compiler.target()
+
+
+def test_unset_or_native_means_this_gpu(monkeypatch):
+    monkeypatch.delenv(compiler.ARCH_VARIABLE, raising=False)
+    assert compiler.target() == compiler.arch()
+    monkeypatch.setenv(compiler.ARCH_VARIABLE, compiler.arch())
+    assert compiler.target() == compiler.arch()
