@@ -43,7 +43,7 @@ def roofline(peak_flops: float, peak_bandwidth: float, *, measured_flops: float 
         # alternate above and below so neighbouring labels at one height do not overlap
         ax.annotate(f"{name}:\n{flops / 1e12:.2f} TFLOP/s", (intensity, flops / 1e12), textcoords="offset points",
                     xytext=(10, 10) if i % 2 == 0 else (10, -30), fontsize=9, color=color)
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of DRAM traffic)")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte; the roofs assume every byte crosses DRAM)")
     ax.set_ylabel("attainable FP32 throughput (TFLOP/s)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.25)
@@ -52,14 +52,16 @@ def roofline(peak_flops: float, peak_bandwidth: float, *, measured_flops: float 
 
 
 def bandwidth_sweep(sizes_bytes, bandwidths, l2_bytes: int, peak_bandwidth: float, title: str):
-    """Copy bandwidth against buffer size, with the L2 size and the DRAM peak marked."""
+    """Copy bandwidth against buffer size (per buffer, of the two a copy uses), with the DRAM peak and
+    the size at which the pair fills the L2 (half the L2 per buffer) marked."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
     ax.semilogx(np.asarray(sizes_bytes) / 2**20, np.asarray(bandwidths) / 1e9, "o-", color="tab:blue",
                 label="copy_f32, measured")
     ax.axhline(peak_bandwidth / 1e9, color="0.2", ls="--", lw=1, label=f"DRAM peak (derived) {peak_bandwidth / 1e9:,.0f} GB/s")
-    ax.axvline(l2_bytes / 2**20, color="tab:orange", ls=":", lw=1.5, label=f"L2 size {l2_bytes / 2**20:g} MiB")
+    ax.axvline(l2_bytes / 2 / 2**20, color="tab:orange", ls=":", lw=1.5,
+               label=f"two buffers fill the {l2_bytes / 2**20:g} MiB L2 ({l2_bytes / 2 / 2**20:g} MiB each)")
     ax.set_xlabel("bytes per buffer (MiB; the copy reads one buffer and writes another)")
     ax.set_ylabel("bandwidth (GB/s, read + write)")
     ax.set_title(title)
