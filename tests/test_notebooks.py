@@ -151,6 +151,19 @@ def solution_blocks(nb):
                 yield from re.findall(r"```python\n(.*?)```", details, re.S)
 
 
+def test_objectives_open_and_takeaways_close_the_chapter(chapter):
+    """Each chapter says first what the reader will be able to do and, before the exercises, what to keep."""
+    _, nb = chapter
+    assert ":::{admonition} Objectives" in nb.cells[0].source, "the first cell has an Objectives admonition"
+    objectives = nb.cells[0].source.split(":::{admonition} Objectives", 1)[1].split(":::", 1)[0]
+    assert 3 <= objectives.count("\n- ") <= 5, "three to five objectives"
+    md = [c for c in nb.cells if c.cell_type == "markdown"]
+    takeaways = [i for i, c in enumerate(md) if c.source.startswith("## Takeaways")]
+    exercises = [i for i, c in enumerate(md) if "## Exercises" in c.source]
+    assert len(takeaways) == 1 and exercises and takeaways[0] < exercises[0], "## Takeaways comes just before ## Exercises"
+    assert 3 <= md[takeaways[0]].source.count("\n- ") <= 6, "three to six takeaways"
+
+
 def test_exercises_have_collapsed_solutions(chapter):
     _, nb = chapter
     md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
