@@ -30,6 +30,11 @@ class SassUnavailable(RuntimeError):
     """The machine code cannot be shown here (no ``cuobjdump``); the message says so in one sentence."""
 
 
+#: What a SASS cell says where cuobjdump is missing.
+NO_CUOBJDUMP = ("cuobjdump (part of the CUDA toolkit) is not installed here, so this cell cannot disassemble the "
+                "kernel: the stored outputs show the H200's machine code.")
+
+
 @dataclass(frozen=True)
 class Resources:
     """What the compiled function needs per thread and per block."""
@@ -79,8 +84,7 @@ class CompiledFile:
         self.function(name)
         tool = watchdog.find_tool("cuobjdump")
         if tool is None:
-            raise SassUnavailable("cuobjdump (part of the CUDA toolkit) is not installed here, so this cell cannot "
-                                  "disassemble the kernel: the stored outputs show the H200's machine code.")
+            raise SassUnavailable(NO_CUOBJDUMP)
         cubin_bytes = self.image
         if self.arch.startswith("compute_"):
             from pycuda.compiler import compile as nvcc

@@ -22,21 +22,20 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from gemmlab import bench, compiler, watchdog  # noqa: E402  (the checkout's gemmlab, importable without a GPU)
 HIDDEN = ("cuobjdump", "nvdisasm", "compute-sanitizer")
 REFUSING_NCU = """#!/bin/sh
 echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the target device 0."
 exit 1
 """
-NOTES = {  # what each missing tool makes a chapter say, as the text to look for in its outputs
-    "no CuPy": "CuPy is not installed here",
-    "no cuobjdump": "cuobjdump (part of the CUDA toolkit) is not installed here",
-    "no compute-sanitizer": "compute-sanitizer (part of the CUDA toolkit) is not installed here",
-    "ncu refused": "ERR_NVGPUCTRPERM",
-}
+# What each missing tool makes a chapter say: the first words of gemmlab's own sentences.
+NOTES = {"no CuPy": bench.NO_CUBLAS[:40], "no cuobjdump": compiler.NO_CUOBJDUMP[:40],
+         "no compute-sanitizer": watchdog.NO_SANITIZER[:40], "ncu refused": "ERR_NVGPUCTRPERM"}
 
 
 def reader_environment(out: Path) -> dict[str, str]:
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    nvcc = shutil.which("nvcc")
     if nvcc is None:
         sys.exit("reader-machine: nvcc is needed (PyCUDA compiles the kernels with it)")
     bin_dir, shadow = out / "bin", out / "python"

@@ -10,7 +10,7 @@ from datetime import datetime
 
 import pytest
 
-from gemmlab import bench, budget, device, models
+from gemmlab import bench, budget, device
 from notebook_tools import CHAPTERS, read
 
 SCALED_CALL = re.compile(r"budget\.(fit_square|fit_sizes)\((.*?)reference_seconds=([\d.]+)\)")
@@ -71,8 +71,7 @@ def test_every_cell_fits_two_minutes_on_a_t4():
                 estimate = budget.estimate(t, device.T4, (budget.fit_square(n, device.T4, declared) / n) ** 3)
             else:
                 kept = budget.fit_sizes(bench.DEFAULT_SIZES, device.T4, declared)
-                ratio = sum(models.gemm_flops(*s) for s in kept) / sum(models.gemm_flops(*s) for s in bench.DEFAULT_SIZES)
-                estimate = budget.estimate(t, device.T4, ratio)
+                estimate = budget.estimate(t, device.T4, budget.work_ratio(kept, bench.DEFAULT_SIZES))
         if estimate > budget.BUDGET_S:
             over.append(f"{name} cell {i}: {t:.1f} s on the H200, about {estimate:.0f} s on a T4")
     assert scaled >= 2, "chapter 5's counters and chapter 7's ladder scale their sizes with gemmlab.budget"
