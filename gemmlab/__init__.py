@@ -7,7 +7,8 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
 1. **No GPU**: :mod:`~gemmlab.limits` (CUDA limits, once), :mod:`~gemmlab.models` (global-memory
    traffic, intensity, roofline), :mod:`~gemmlab.banks` (the bank model), :mod:`~gemmlab.occupancy`
    (the calculator), :mod:`~gemmlab.verify` (the float64 reference), :mod:`~gemmlab.fast_configs`
-   (chapter 7's configurations), :mod:`~gemmlab.compile_units` (what nvcc gets for each file),
+   (chapter 7's configurations), :mod:`~gemmlab.shapes` (waves and split-K, chapter 7),
+   :mod:`~gemmlab.compile_units` (what nvcc gets for each file),
    :mod:`~gemmlab.provenance`, :mod:`~gemmlab.source`, :mod:`~gemmlab.tables`, :mod:`~gemmlab.figures`,
    :mod:`~gemmlab.workbench`, :mod:`~gemmlab.barriers` (the static barrier check) and
    :mod:`~gemmlab.watchdog` (child processes under a timeout).
@@ -19,7 +20,8 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
 5. **Launching**: :mod:`~gemmlab.checks` (inputs), :mod:`~gemmlab.gemm` (the GEMM kernel class),
    :mod:`~gemmlab.probes` (the kernels that are not GEMMs).
 6. **Every kernel by name**: :mod:`~gemmlab.registry`.
-7. **Measuring**: :mod:`~gemmlab.bench` (the ladder), :mod:`~gemmlab.ceilings`, :mod:`~gemmlab.tuning`,
+7. **Measuring**: :mod:`~gemmlab.bench` (the ladder), :mod:`~gemmlab.precisions` (cuBLAS with tensor
+   cores: TF32, FP16, BF16), :mod:`~gemmlab.ceilings`, :mod:`~gemmlab.tuning`,
    :mod:`~gemmlab.nsight` (counters), :mod:`~gemmlab.driver` (the driver's occupancy),
    :mod:`~gemmlab.exercises` (checking a reader's kernel).
 8. **The command line**: ``python -m gemmlab``.
@@ -32,14 +34,14 @@ __all__ = ["GPUUnavailable", "LAYERS", "kernels", "lookup"]
 __version__ = "0.2.0"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "compile_units", "provenance",
+    ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "shapes", "compile_units", "provenance",
                 "source", "tables", "figures", "workbench", "barriers", "watchdog")),
     ("finding PyCUDA, the driver and a GPU", ("gpu",)),
     ("compiling and timing", ("compiler", "timing")),
     ("the device and its software", ("device", "environment", "budget")),
     ("launching", ("checks", "gemm", "probes")),
     ("every kernel by name", ("registry",)),
-    ("measuring", ("bench", "ceilings", "tuning", "nsight", "driver", "exercises")),
+    ("measuring", ("bench", "precisions", "ceilings", "tuning", "nsight", "driver", "exercises")),
     ("the command line", ("__main__",)),
 )
 """The layers, bottom first, each a pair of what the layer does and its modules."""

@@ -12,6 +12,7 @@ the ``__CUDA_ARCH__ < 800`` branches a T4 runs then run on this GPU (:func:`targ
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import re
 import subprocess
@@ -199,6 +200,13 @@ def build(text: str, options=(), include_dirs=()) -> tuple[str, bytes]:
     return chosen, image
 
 
+@functools.lru_cache(maxsize=None)
+def _unit_of(what: str | Path | CompileUnit) -> CompileUnit:
+    """The unit of a file name, found once: resolving the path costs tens of microseconds, as much as a
+    small GEMM, and :func:`load` runs on every launch. (The unit reads the file's text afresh when used.)"""
+    return what if isinstance(what, CompileUnit) else compile_units.unit(what)
+
+
 def load(what: str | Path | CompileUnit, quiet: bool = False) -> CompiledFile:
     """Compile a kernel file (by name or path: its course compile unit) or a
     :class:`~gemmlab.compile_units.CompileUnit` for this GPU (or for :func:`target`'s virtual
@@ -207,7 +215,7 @@ def load(what: str | Path | CompileUnit, quiet: bool = False) -> CompiledFile:
     The line carries the hash of the file handed to the compiler and of what Python added to it, so it
     always names the source that produced the outputs that follow it.
     """
-    unit = what if isinstance(what, CompileUnit) else compile_units.unit(what)
+    unit = _unit_of(what)
     st = unit.path.stat()
     key = (unit, st.st_mtime_ns, st.st_size)   # cheap: called on every launch (a unit hashes its cached strings)
     if key in _loaded:

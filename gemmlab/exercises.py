@@ -1,45 +1,279 @@
 """Checking a reader's kernel: compile CUDA source given as text and test it like a course kernel.
 
 Exercise solutions that are kernels call :func:`check_kernel`; it compiles the source for this GPU,
-runs it on operands of awkward sizes and compares each result with the float64 reference.
+runs it on operands of awkward sizes and compares each result with the float64 reference. Keyword
+options add what a chapter's exercise is about:
+
+- ``blocks_per_sm=n`` (chapter 5): the compiled kernel's registers and shared memory must let ``n``
+  blocks share an SM (:mod:`gemmlab.occupancy`), with nothing spilled to local memory;
+- ``faster_than="name", at=(M, N, K)`` (chapter 6): the kernel must beat the named course kernel,
+  both timed with CUDA events on the same operands;
+- ``conflict_free=True`` (chapter 4): Nsight Compute counts the kernel's shared-memory bank conflicts;
+  where ``ncu`` cannot run, the check says so in one sentence and leaves the verdict to the others.
+
+:func:`resources` shows what ``ptxas`` gave a kernel, for this GPU or any other architecture, with
+``nvcc`` alone. Bad arguments and sources that do not compile raise :class:`ExerciseError`, whose
+message is one sentence (with nvcc's first error), before anything is launched.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Callable
 
 import numpy as np
 
-from . import checks, compiler, device, gpu, provenance, tables, verify
+from . import checks, compiler, device, gpu, limits, models, nsight, occupancy, provenance, registry, tables, timing, verify
 
 SIZES = ((1, 1, 1), (31, 33, 17), (64, 64, 64), (100, 37, 250), (257, 129, 65))
+"""The sizes every kernel solution must get right, among them one element, sizes one off a tile, and K below and above M and N."""
+
+AT = (2048, 2048, 2048)
+"""Where ``faster_than`` times the two kernels unless told otherwise, large enough to fill a T4 or an H200."""
+
+CONFLICTS_AT = (1024, 1024, 1024)
+"""Where ``conflict_free`` profiles the kernel (chapter 4 profiles its kernels at the same size)."""
+
+MAX_CONFLICTS_PER_INSTRUCTION = 0.5
+"""``conflict_free`` passes below this many conflicts (extra wavefronts) per shared load and per shared
+store. A conflict in every instruction costs at least 1; the residue that chapter 4 traces to global
+data passing through the L1 stays below 0.2 per store on the H200."""
 
 
-def check_kernel(source: str, function: str, block: tuple[int, int, int],
-                 grid: Callable[[int, int], tuple[int, int, int]], sizes=SIZES, quiet: bool = False) -> bool:
-    """Compile ``source``, launch ``function(A, B, C, M, N, K)`` with ``block`` and ``grid(M, N)``
-    at each (M, N, K) and print one verdict per size. True when every size is right."""
+class ExerciseError(ValueError):
+    """A kernel solution that cannot be checked: bad arguments, a missing kernel, a source that does
+    not compile. The message says why in one sentence."""
+
+
+# ---------------------------------------------------------------- arguments (no GPU needed)
+
+def _positive_triple(what: str, value) -> tuple[int, int, int]:
+    """``value`` as three positive ints, or an :class:`ExerciseError` that names ``what``."""
+    try:
+        items = list(value)
+        triple = tuple(int(v) for v in items)
+    except (TypeError, ValueError):
+        raise ExerciseError(f"{what} must be three positive integers, got {value!r}.") from None
+    if len(triple) != 3 or min(triple) < 1 or any(isinstance(v, (bool, str)) or int(v) != v for v in items):
+        raise ExerciseError(f"{what} must be three positive integers, got {value!r}.")
+    return triple
+
+
+def check_source(source: str, function: str) -> None:
+    """The source is text that defines ``function`` as an ``extern "C"`` ``__global__`` kernel, as far
+    as reading the text can tell (nvcc has the last word)."""
+    if not isinstance(source, str) or not source.strip():
+        raise ExerciseError("source must be the kernel's CUDA C++ as a non-empty string.")
+    if not isinstance(function, str) or not re.fullmatch(r"[A-Za-z_]\w*", function):
+        raise ExerciseError(f"function must be the kernel's name, a C identifier, got {function!r}.")
+    if not re.search(rf"__global__[^;{{}}]*?\b{function}\s*\(", source):
+        raise ExerciseError(f"the source defines no __global__ function named {function}.")
+    if 'extern "C"' not in source:
+        raise ExerciseError(f'{function} must be declared extern "C", so that PyCUDA finds it by its plain name.')
+
+
+def check_arguments(source: str, function: str, block, grid: Callable, sizes=SIZES, *, faster_than: str | None = None,
+                    at=AT, blocks_per_sm: int | None = None) -> None:
+    """Every argument of :func:`check_kernel` that can be checked without a GPU; raises :class:`ExerciseError`."""
+    check_source(source, function)
+    block = _positive_triple("block", block)
+    if math.prod(block) > limits.MAX_THREADS_PER_BLOCK:
+        raise ExerciseError(f"block {block} has {math.prod(block)} threads; no GPU allows more than "
+                            f"{limits.MAX_THREADS_PER_BLOCK} per block.")
+    if not callable(grid):
+        raise ExerciseError("grid must be a function of (M, N) that returns the grid, e.g. lambda M, N: (-(-N // 32), -(-M // 32), 1).")
+    sizes = [_positive_triple("each size", s) for s in sizes]
+    if not sizes:
+        raise ExerciseError("sizes must hold at least one (M, N, K).")
+    for M, N, _ in sizes + ([_positive_triple("at", at)] if faster_than else []):
+        _positive_triple(f"grid({M}, {N})", grid(M, N))
+    if faster_than is not None and faster_than not in registry.known():
+        raise ExerciseError(f"faster_than={faster_than!r} names no course kernel; choose one of {', '.join(registry.named())}.")
+    if blocks_per_sm is not None and (isinstance(blocks_per_sm, bool) or not isinstance(blocks_per_sm, int) or blocks_per_sm < 1):
+        raise ExerciseError(f"blocks_per_sm must be a positive integer, got {blocks_per_sm!r}.")
+
+
+# ---------------------------------------------------------------- compiling
+
+_NVCC_ERROR = re.compile(r"\((\d+)\): (?:catastrophic )?error:\s*(.*)")
+_TOOL_ERROR = re.compile(r"\b(ptxas|nvlink|nvcc)\s+(?:error|fatal)\s*:\s*(.*)")
+
+
+def compile_error(stderr: str) -> str:
+    """nvcc's complaint as one sentence: its first error, with the source line, and how many more there are."""
+    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
+    errors = [l for l in lines if (_NVCC_ERROR.search(l) or _TOOL_ERROR.search(l)) and "detected in the compilation" not in l]
+    if not errors:
+        last = lines[-1] if lines else "no message"
+        return f"nvcc could not compile the kernel: {last.rstrip('.')}."
+    m = _NVCC_ERROR.search(errors[0])
+    first = f"line {m[1]}: {m[2]}" if m else "{}: {}".format(*_TOOL_ERROR.search(errors[0]).groups())
+    more = len(errors) - 1
+    return f"nvcc could not compile the kernel: {first.rstrip('.')}" + (f" (and {more} more error{'s' if more > 1 else ''})." if more else ".")
+
+
+def resources(source: str, function: str, arch: str | None = None) -> compiler.PtxasEntry:
+    """What ``ptxas`` gives kernel ``function`` of ``source`` for ``arch`` (``"sm_75"`` for a T4; this GPU's
+    by default): registers per thread, spilled bytes, static shared memory. Needs nvcc, not a GPU."""
+    check_source(source, function)
+    if arch is not None and not re.fullmatch(r"sm_\d+a?", arch):
+        raise ExerciseError(f"arch must name a real architecture such as sm_75 or sm_90, got {arch!r}.")
+    try:
+        entries = compiler.ptxas_report(source, arch or compiler.arch())
+    except RuntimeError as exc:
+        if isinstance(exc, gpu.GPUUnavailable):
+            raise
+        raise ExerciseError(compile_error(str(exc))) from None
+    found = [e for e in entries if e.function == function]
+    if not found:
+        raise ExerciseError(f'nvcc compiled no kernel named {function}; declare it extern "C", so that its name is not mangled.')
+    return found[0]
+
+
+def _compile(source: str, function: str):
+    """The PyCUDA function ``function`` of ``source``, compiled for this GPU (:func:`gemmlab.compiler.build`)."""
     drv = gpu.cuda()
-    gpu.require_nvcc()
+    try:
+        _, image = compiler.build(source)
+    except drv.CompileError as exc:
+        raise ExerciseError(compile_error(exc.stderr or str(exc))) from None
+    try:
+        return drv.module_from_buffer(image).get_function(function)
+    except drv.LogicError:
+        raise ExerciseError(f'the compiled source has no kernel named {function}; declare it extern "C", so that its name '
+                            f'is not mangled.') from None
+
+
+def _launch(kernel, block, grid, a, b, c, M: int, N: int, K: int) -> None:
+    kernel(a.gpudata, b.gpudata, c.gpudata, np.int32(M), np.int32(N), np.int32(K), block=tuple(block), grid=tuple(grid))
+
+
+def launch_once(source: str, function: str, block, grid, M: int, N: int, K: int) -> None:
+    """Compile ``source`` and run ``function`` once at M x N x K on random operands, with the ``grid``
+    given as a tuple: the program Nsight Compute profiles for ``conflict_free``, in a child process."""
+    from pycuda import gpuarray
+
+    kernel = _compile(source, function)
+    A, B = verify.random_operands(M, N, K)
+    c = gpuarray.empty((M, N), np.float32)
+    _launch(kernel, block, grid, gpuarray.to_gpu(A), gpuarray.to_gpu(B), c, M, N, K)
+    gpu.cuda().Context.synchronize()
+
+
+# ---------------------------------------------------------------- the checks
+
+def _correct(kernel, function: str, source: str, block, grid, sizes, say) -> bool:
+    """One verdict per size; elements the kernel does not write stay NaN and fail."""
     from pycuda import gpuarray
 
     spec = device.current()
-    checks.check_block(block, spec)
-    _, image = compiler.build(source)
-    kernel = drv.module_from_buffer(image).get_function(function)
     rows, ok = [], True
     for M, N, K in sizes:
         A, B = verify.random_operands(M, N, K, seed=M + 3 * N + 7 * K)
         g = tuple(grid(M, N))
         checks.check_grid(g, spec)
         a, b = gpuarray.to_gpu(A), gpuarray.to_gpu(B)
-        c = gpuarray.to_gpu(np.full((M, N), np.nan, np.float32))   # unwritten elements stay NaN and fail
-        kernel(a.gpudata, b.gpudata, c.gpudata, np.int32(M), np.int32(N), np.int32(K), block=block, grid=g)
-        drv.Context.synchronize()
+        c = gpuarray.to_gpu(np.full((M, N), np.nan, np.float32))
+        _launch(kernel, block, g, a, b, c, M, N, K)
+        gpu.cuda().Context.synchronize()
         v = verify.check(c.get(), A, B)
         ok &= v.ok
         rows.append((f"{M}x{N}x{K}", str(v)))
-    if not quiet:
-        print(f"[gemmlab] exercise kernel {function} sha256:{provenance.short_sha(source)}")
-        print(tables.table(rows, ["M x N x K", "verdict"], ["<", "<"]))
+    say(f"[gemmlab] exercise kernel {function} sha256:{provenance.short_sha(source)}")
+    say(tables.table(rows, ["M x N x K", "verdict"], ["<", "<"]))
+    return ok
+
+
+def _fits(kernel, function: str, block, blocks_per_sm: int, say) -> bool:
+    """The compiled kernel's registers and shared memory allow ``blocks_per_sm`` blocks per SM, and nothing spilled."""
+    spec = device.current()
+    threads = math.prod(block)
+    regs, shared, local = kernel.num_regs, kernel.shared_size_bytes, kernel.local_size_bytes
+    o = occupancy.calculate(spec, threads, regs, shared)
+    ok = o.blocks_per_sm >= blocks_per_sm and local == 0
+    say(f"{function} for {compiler.target()}: {regs} registers per thread, {shared:,} bytes of shared memory per block, "
+        f"{local} bytes of local memory per thread")
+    say(f"{o.blocks_per_sm} block(s) of {threads} threads per SM on the {spec.name} ({o.occupancy:.1%} occupancy, bound by "
+        f"{', '.join(o.binding)}); asked for {blocks_per_sm}" + ("" if local == 0 else ", and registers spilled to local memory")
+        + (": ok" if ok else ": NOT MET"))
+    return ok
+
+
+def _faster(kernel, function: str, block, grid, baseline: str, at, say) -> bool:
+    """Time the kernel and the course kernel ``baseline`` on the same device buffers; the kernel must also be
+    right at that size, and faster."""
+    from pycuda import gpuarray
+
+    M, N, K = at
+    base = registry.lookup(baseline)
+    spec = device.current()
+    A, B = verify.random_operands(M, N, K, seed=M + N + K)
+    base.check(A, B, spec, device.free_memory())
+    g = tuple(grid(M, N))
+    checks.check_grid(g, spec)
+    a, b = gpuarray.to_gpu(A), gpuarray.to_gpu(B)
+    c_yours, c_base = gpuarray.empty((M, N), np.float32), gpuarray.empty((M, N), np.float32)
+    yours = kernel.prepare("PPPiii")
+
+    def run_yours():     # the launch path of gemmlab.gemm.GemmKernel.launch, which runs the baseline
+        yours.prepared_call(g, tuple(block), int(a.gpudata), int(b.gpudata), int(c_yours.gpudata), M, N, K)
+
+    def run_base():
+        base.launch(a.gpudata, b.gpudata, c_base.gpudata, M, N, K)
+
+    run_yours()
+    run_base()
+    ref = verify.Reference(A, B)
+    right = ref.check(c_yours.get()), ref.check(c_base.get())
+    t_yours = timing.time_gpu(run_yours, warmup=1, repeat=5).median_s
+    t_base = timing.time_gpu(run_base, warmup=1, repeat=5).median_s
+    flops = models.gemm_flops(M, N, K)
+    ok = right[0].ok and t_yours < t_base
+    say(f"at {M}x{N}x{K}: {function} {flops / t_yours / 1e12:.2f} TFLOP/s, {baseline} {flops / t_base / 1e12:.2f} TFLOP/s "
+        f"({t_base / t_yours:.2f}x)" + ("" if right[0].ok else f", but {function} is wrong here: {right[0]}")
+        + (": faster" if ok else ": NOT FASTER" if right[0].ok else ""))
+    return ok
+
+
+def _conflict_free(source: str, function: str, block, grid, say, at=CONFLICTS_AT) -> bool:
+    """Nsight Compute's bank conflicts per shared load and store, in a child process; True where ncu cannot run."""
+    M, N, K = at
+    code = (f"from gemmlab import exercises; exercises.launch_once({source!r}, {function!r}, {tuple(block)!r}, "
+            f"{tuple(int(x) for x in grid(M, N))!r}, {M}, {N}, {K})")
+    try:
+        c = nsight.profile_program(["-c", code], function, nsight.SHARED_METRICS)
+    except (nsight.CountersUnavailable, OSError) as exc:
+        say(f"bank conflicts not measured: {str(exc).rstrip('.')}.")
+        return True
+    per_load = c["load_conflicts"] / max(c["load_instructions"], 1)
+    per_store = c["store_conflicts"] / max(c["store_instructions"], 1)
+    ok = per_load < MAX_CONFLICTS_PER_INSTRUCTION and per_store < MAX_CONFLICTS_PER_INSTRUCTION
+    say(f"bank conflicts at {M}x{N}x{K} (Nsight Compute): {per_load:.3f} per shared load, {per_store:.3f} per shared store; "
+        f"below {MAX_CONFLICTS_PER_INSTRUCTION} each: " + ("conflict-free" if ok else "NO, the kernel has bank conflicts"))
+    return ok
+
+
+def check_kernel(source: str, function: str, block: tuple[int, int, int],
+                 grid: Callable[[int, int], tuple[int, int, int]], sizes=SIZES, quiet: bool = False, *,
+                 faster_than: str | None = None, at=AT, conflict_free: bool = False,
+                 blocks_per_sm: int | None = None) -> bool:
+    """Compile ``source``, launch ``function(A, B, C, M, N, K)`` with ``block`` and ``grid(M, N)`` at
+    each (M, N, K) of ``sizes`` and print one verdict per size; then the checks asked for (see the
+    module's description): ``blocks_per_sm``, ``faster_than`` (at ``at``), ``conflict_free``.
+    True when everything asked for holds. ``quiet`` prints nothing."""
+    check_arguments(source, function, block, grid, sizes, faster_than=faster_than, at=at, blocks_per_sm=blocks_per_sm)
+    block = _positive_triple("block", block)
+    sizes = [_positive_triple("each size", s) for s in sizes]
+    say = (lambda *_: None) if quiet else print
+    gpu.cuda()
+    checks.check_block(block, device.current())
+    kernel = _compile(source, function)
+    ok = _correct(kernel, function, source, block, grid, sizes, say)
+    if blocks_per_sm is not None:
+        ok &= _fits(kernel, function, block, blocks_per_sm, say)
+    if faster_than is not None:
+        ok &= _faster(kernel, function, block, grid, faster_than, _positive_triple("at", at), say)
+    if conflict_free:
+        ok &= _conflict_free(source, function, block, grid, say)
     return ok

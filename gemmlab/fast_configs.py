@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from . import limits
 
 SOURCE = "07_fast.cu"
-_INT_CONSTANTS = ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "THREADS", "STORE", "GROUP", "STAGES")
-_BOOL_CONSTANTS = ("VEC", "SKEW", "ASYNC")
+_INT_CONSTANTS = ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "THREADS", "STORE", "GROUP", "STAGES", "SPLITK")
+_BOOL_CONSTANTS = ("VEC", "SKEW", "ASYNC", "EDGES_FIRST")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class FastConfig:
     VEC: bool = True                # float4 global loads where legal (False: scalar only)
     SKEW: bool = True               # A tile padded every four rows (False: every row, by 4 floats)
     ASYNC: bool = False             # cp.async copies instead of loads and stores through registers
+    SPLITK: int = 1                 # blocks along K (grid z), each summing whole K-tiles into a zeroed C
+    EDGES_FIRST: bool = True        # blocks numbered from the end: the checked edge tiles run in the first wave
 
     # ------------------------------------------------------------ derived once, here
 
@@ -60,21 +62,27 @@ class FastConfig:
     @property
     def is_ablation(self) -> bool:
         """One of chapter 7's entries with a technique switched off (not a candidate for tuning)."""
-        return not (self.VEC and self.SKEW and self.STAGES == 2 and self.GROUP > 1)
+        return not (self.VEC and self.SKEW and self.STAGES == 2 and self.GROUP > 1 and self.EDGES_FIRST)
+
+    @property
+    def is_split(self) -> bool:
+        """Whether K is split, for shapes whose grid of tiles is too small for the GPU (see :mod:`gemmlab.shapes`)."""
+        return self.SPLITK > 1
 
     @property
     def function(self) -> str:
         """The entry point's name, made of the tile shapes and then of what differs from the tuned kernel."""
         switches = [("async", self.ASYNC), ("scalar", not self.VEC), ("onestage", self.STAGES == 1),
-                    ("padded", not self.SKEW), ("rowmajor", self.GROUP == 1)]
+                    ("padded", not self.SKEW), ("rowmajor", self.GROUP == 1), ("edgeslast", not self.EDGES_FIRST)]
         return (f"gemm_fast_{self.BM}x{self.BN}x{self.BK}_{self.WM}x{self.WN}_{self.TM}x{self.TN}"
-                + "".join(f"_{name}" for name, on in switches if on))
+                + "".join(f"_{name}" for name, on in switches if on) + (f"_splitk{self.SPLITK}" if self.is_split else ""))
 
     @property
     def label(self) -> str:
         off = [name for name, on in (("scalar loads", self.VEC), ("one stage", self.STAGES == 2),
-                                     ("padded A", self.SKEW), ("row-major blocks", self.GROUP > 1)) if not on]
-        extras = (["cp.async"] if self.ASYNC else []) + off
+                                     ("padded A", self.SKEW), ("row-major blocks", self.GROUP > 1),
+                                     ("edge blocks first", self.EDGES_FIRST)) if not on]
+        extras = (["cp.async"] if self.ASYNC else []) + off + ([f"split-K {self.SPLITK}"] if self.is_split else [])
         return (f"{self.BM}x{self.BN}x{self.BK} warp {self.WM}x{self.WN} thread {self.TM}x{self.TN} "
                 f"({self.THREADS} threads)" + (f" [{', '.join(extras)}]" if extras else ""))
 
@@ -130,8 +138,8 @@ class FastConfig:
     def problems(self) -> list[str]:
         """Why this configuration cannot be compiled, one sentence each (empty: it compiles). Each rule
         is one of the template's ``static_assert``\\ s or a limit the compiler enforces."""
-        if min(self.BM, self.BN, self.BK, self.WM, self.WN, self.TM, self.TN, self.GROUP, self.MIN_BLOCKS) < 1:
-            return ["every tile size, GROUP and MIN_BLOCKS must be positive"]
+        if min(self.BM, self.BN, self.BK, self.WM, self.WN, self.TM, self.TN, self.GROUP, self.MIN_BLOCKS, self.SPLITK) < 1:
+            return ["every tile size, GROUP, MIN_BLOCKS and SPLITK must be positive"]
         p = []
         if self.TM % 4 or self.TN % 4:
             p.append(f"the thread tile {self.TM}x{self.TN} must be made of 4x4 sub-blocks (float4 fragments)")
@@ -224,18 +232,26 @@ CONFIGS: tuple[FastConfig, ...] = (
     FastConfig(128, 64, 8, 64, 32, 8, 8, MIN_BLOCKS=4),
     # One technique off at a time, from FAST (chapter 7 measures each): scalar global loads only; one
     # stage of shared memory (the next tile loaded between two barriers); every row of As padded by 4
-    # floats (2-way conflicts in the A stores); blocks in row-major order (no swizzle for L2).
+    # floats (2-way conflicts in the A stores); blocks in row-major order (no swizzle for L2); the edge
+    # tiles in the last wave.
     FastConfig(128, 128, 16, 32, 64, 8, 8, MIN_BLOCKS=2, VEC=False),
     FastConfig(128, 128, 16, 32, 64, 8, 8, MIN_BLOCKS=2, STAGES=1),
     FastConfig(128, 128, 16, 32, 64, 8, 8, MIN_BLOCKS=2, SKEW=False),
     FastConfig(128, 128, 16, 32, 64, 8, 8, MIN_BLOCKS=2, GROUP=1),
+    FastConfig(128, 128, 16, 32, 64, 8, 8, MIN_BLOCKS=2, EDGES_FIRST=False),
+    # FAST split along K into 2, 4 or 8 parts: more blocks where the grid of tiles is smaller than the
+    # GPU (chapter 7's size-aware choice, gemmlab.shapes).
+    FastConfig(128, 128, 16, 32, 64, 8, 8, MIN_BLOCKS=2, SPLITK=2),
+    FastConfig(128, 128, 16, 32, 64, 8, 8, MIN_BLOCKS=2, SPLITK=4),
+    FastConfig(128, 128, 16, 32, 64, 8, 8, MIN_BLOCKS=2, SPLITK=8),
 )
-"""Every configuration compiled into ``07_fast.cu``, the tuned ones and then chapter 7's ablations."""
+"""Every configuration compiled into ``07_fast.cu``: the tuned ones, chapter 7's ablations, FAST split along K."""
 
 
 def search_space(ablations: bool = False) -> list[FastConfig]:
-    """The configurations with every technique on; with ``ablations=True`` also those with one switched off."""
-    return [c for c in CONFIGS if ablations or not c.is_ablation]
+    """The configurations with every technique on, not split along K (split-K is chosen per shape, not
+    tuned); with ``ablations=True`` also those with one technique switched off."""
+    return [c for c in CONFIGS if not c.is_split and (ablations or not c.is_ablation)]
 
 
 def config(function: str) -> FastConfig:

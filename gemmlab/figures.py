@@ -241,3 +241,44 @@ def occupancy_limits(kernels: dict, title: str = ""):
     if title:
         fig.suptitle(title, fontsize=10)
     return fig
+
+
+def warp_sectors(panels: dict, title: str = ""):
+    """How one warp's loads fall into 32-byte sectors. ``panels`` maps a label (one mapping of threads)
+    to ``{load name: 32 byte addresses}``; for each load, the 32 lanes (top row) are joined to the
+    distinct sectors they touch (bottom row, in address order, each labelled with its offset from the
+    first), and the load is titled with its sector count: what a coalesced and an uncoalesced warp look
+    like to the memory system."""
+    import matplotlib.pyplot as plt
+
+    loads = [(label, name, addrs) for label, per in panels.items() for name, addrs in per.items()]
+    fig, axes = plt.subplots(len(loads), 1, figsize=(7.5, 1.55 * len(loads) + 0.4), layout="constrained", squeeze=False)
+    for ax, (label, name, addrs) in zip(axes[:, 0], loads):
+        sectors = sorted({a // models.SECTOR_BYTES for a in addrs})
+        slot = {s: (i + 0.5) * 32 / len(sectors) - 0.5 for i, s in enumerate(sectors)}   # spread over the lanes' width
+        for lane, a in enumerate(addrs):
+            ax.plot([lane, slot[a // models.SECTOR_BYTES]], [1, 0], color="0.55", lw=0.8, zorder=1)
+        ax.scatter(range(32), [1] * 32, s=22, color="tab:blue", zorder=2)
+        width = min(0.9 * 32 / len(sectors), 3.2)
+        for s, x in slot.items():
+            ax.add_patch(plt.Rectangle((x - width / 2, -0.22), width, 0.22, facecolor="#fdd9b5", edgecolor="0.25", zorder=2))
+        if len(sectors) <= 8:
+            for s, x in slot.items():
+                ax.annotate(f"+{(s - sectors[0]) * models.SECTOR_BYTES:,} B", (x, -0.22), textcoords="offset points",
+                            xytext=(0, -11), ha="center", fontsize=9, color="0.2")
+        else:
+            step = (sectors[1] - sectors[0]) * models.SECTOR_BYTES
+            ax.annotate(f"{len(sectors)} sectors, {step:,} B apart", (15.5, -0.22), textcoords="offset points",
+                        xytext=(0, -11), ha="center", fontsize=9, color="0.2")
+        ax.set_title(f"{label}: {name}, {len(sectors)} sector{'s' * (len(sectors) != 1)} for 32 lanes", fontsize=10, loc="left")
+        ax.set_xlim(-1, 32)
+        ax.set_ylim(-0.65, 1.25)
+        ax.set_yticks([0, 1], ["sectors", "lanes"], fontsize=9)
+        ax.set_xticks([0, 8, 16, 24, 31])
+        ax.tick_params(axis="x", labelsize=9)
+        for side in ("top", "right", "left"):
+            ax.spines[side].set_visible(False)
+    axes[-1, 0].set_xlabel("lane", fontsize=9)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig

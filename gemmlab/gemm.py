@@ -46,7 +46,8 @@ class GemmKernel:
 
     ``source`` is a kernel file (its course compile unit) or a :class:`~gemmlab.compile_units.CompileUnit`;
     ``block`` is the thread block; ``tile`` the (rows, cols) of C one block computes. The grid follows
-    from them: ``ceil(N / tile_cols) x ceil(M / tile_rows)``.
+    from them: ``ceil(N / tile_cols) x ceil(M / tile_rows)``, times ``split_k`` along z for a kernel
+    whose blocks each sum a part of K into C (C is zeroed first, in the same stream).
     """
 
     name: str
@@ -56,6 +57,7 @@ class GemmKernel:
     block: tuple[int, int, int]
     tile: tuple[int, int]
     summary: str = ""
+    split_k: int = 1
 
     @property
     def source_name(self) -> str:
@@ -63,7 +65,7 @@ class GemmKernel:
         return self.source.path.name if isinstance(self.source, CompileUnit) else Path(self.source).name
 
     def grid(self, M: int, N: int) -> tuple[int, int, int]:
-        return (-(-N // self.tile[1]), -(-M // self.tile[0]), 1)
+        return (-(-N // self.tile[1]), -(-M // self.tile[0]), self.split_k)
 
     def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
         """Every check before a launch (``extra_shared``: unused dynamic shared memory per block, see :meth:`launch`)."""
@@ -88,7 +90,9 @@ class GemmKernel:
         if limits.needs_shared_opt_in(fn.shared_size_bytes, extra_shared):
             from pycuda.driver import function_attribute
             fn.set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, extra_shared)
-        fn.prepared_call(self.grid(M, N)[:2], self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K,
+        if self.split_k > 1:        # the parts are added into C: it starts at zero
+            gpu.cuda().memset_d32_async(int(c_ptr), 0, M * N)
+        fn.prepared_call(self.grid(M, N), self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K,
                          shared_size=extra_shared)
 
     def on_device(self, A: np.ndarray, B: np.ndarray, extra_shared: int = 0) -> DeviceProblem:

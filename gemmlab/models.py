@@ -162,6 +162,19 @@ def naive_warp_traffic(M: int, N: int, K: int) -> WarpTraffic:
     return WarpTraffic("naive", requests, requests, requests * 1, requests * 4)
 
 
+def naive_column_warp_traffic(M: int, N: int, K: int) -> WarpTraffic:
+    """The naive kernel with threads mapped the other way (``naive_column``: a warp is 32 neighbours in
+    a column of C).
+
+    The lanes now read 32 elements of A that lie K floats apart, one in each of 32 sectors, and all
+    read the same B[k, col]: one sector, broadcast. Same requests, 33 sectors
+    instead of 5.
+    """
+    _require_multiples(M, N, K, WARP)
+    requests = (M // WARP) * N * K
+    return WarpTraffic("naive_column", requests, requests, requests * WARP, requests * 1)   # K >= 32: rows 128+ B apart
+
+
 def tiled_warp_traffic(M: int, N: int, K: int, T: int) -> WarpTraffic:
     """The T×T tiled kernel: per phase, each warp loads its lanes' elements of one A and one B tile.
 
@@ -177,9 +190,11 @@ def tiled_warp_traffic(M: int, N: int, K: int, T: int) -> WarpTraffic:
 
 
 def warp_traffic(kernel: str, M: int, N: int, K: int) -> WarpTraffic:
-    """The warp model of a course kernel by name (``naive``, ``tiled8``, ``tiled16``, ``tiled32``)."""
+    """The warp model of a course kernel by name (``naive``, ``naive_column``, ``tiled8``, ``tiled16``, ``tiled32``)."""
     if kernel == "naive":
         return naive_warp_traffic(M, N, K)
+    if kernel == "naive_column":
+        return naive_column_warp_traffic(M, N, K)
     if kernel.startswith("tiled"):
         return tiled_warp_traffic(M, N, K, int(kernel[5:]))
     raise ValueError(f"no warp model for kernel {kernel!r}")
@@ -187,7 +202,7 @@ def warp_traffic(kernel: str, M: int, N: int, K: int) -> WarpTraffic:
 
 def thread_traffic(kernel: str, M: int, N: int, K: int) -> Traffic:
     """The per-thread load model of a course kernel by name."""
-    if kernel == "naive":
+    if kernel in ("naive", "naive_column"):
         return naive_traffic(M, N, K)
     if kernel.startswith("tiled"):
         return tiled_traffic(M, N, K, int(kernel[5:]))

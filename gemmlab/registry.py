@@ -13,9 +13,11 @@ GPU tests. Needs no GPU to list; calling a kernel compiles its file on first use
 
 from __future__ import annotations
 
-from . import compile_units, fast_configs
+from dataclasses import dataclass, replace
+
+from . import compile_units, device, fast_configs, occupancy, shapes
 from .fast_configs import FastConfig
-from .gemm import GemmKernel
+from .gemm import DeviceProblem, GemmKernel
 
 
 def fast_kernel(config: FastConfig, name: str | None = None, summary: str | None = None) -> GemmKernel:
@@ -24,7 +26,47 @@ def fast_kernel(config: FastConfig, name: str | None = None, summary: str | None
     :meth:`~gemmlab.fast_configs.FastConfig.validate` there), compiled on first use."""
     source = fast_configs.SOURCE if config in fast_configs.CONFIGS else compile_units.unit(fast_configs.SOURCE, [config])
     return GemmKernel(name or config.function, 7, source, config.function, (config.THREADS, 1, 1), (config.BM, config.BN),
-                      summary or config.label)
+                      summary or config.label, config.SPLITK)
+
+
+_CHOSEN: dict[tuple, GemmKernel] = {}
+
+
+@dataclass(frozen=True)
+class SizeAwareKernel(GemmKernel):
+    """A ``07_fast.cu`` configuration whose K is split per shape, as :func:`gemmlab.shapes.choose_split`
+    decides from this GPU's SMs and the blocks per SM the compiled kernel gets: what a library does when
+    it picks a kernel per shape, with the course's own configurations. Its block, tile and entry point
+    are the unsplit configuration's."""
+
+    config: FastConfig = fast_configs.FAST
+
+    def split(self, M: int, N: int, K: int) -> int:
+        spec = device.current()
+        res = self.resources()
+        per_sm = occupancy.calculate(spec, self.config.THREADS, res.registers, res.shared_bytes).blocks_per_sm
+        return shapes.choose_split(M, N, K, self.tile, self.config.BK, max(per_sm, 1), spec.sms)
+
+    def for_shape(self, M: int, N: int, K: int) -> GemmKernel:
+        """The configuration that runs at M x N x K (a plain kernel: the split is fixed in it). Remembered
+        per shape: a timing loop must not pay the choice again at every launch (at 1024^3 the kernel
+        takes about 55 microseconds, less than Python needs to choose)."""
+        key = (self.config, M, N, K)
+        if key not in _CHOSEN:
+            _CHOSEN[key] = fast_kernel(replace(self.config, SPLITK=self.split(M, N, K)))
+        return _CHOSEN[key]
+
+    def on_device(self, A, B, extra_shared: int = 0) -> DeviceProblem:
+        M, N, K = self.check(A, B, device.current(), device.free_memory(), extra_shared)
+        return self.for_shape(M, N, K).on_device(A, B, extra_shared)
+
+    def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
+        self.for_shape(M, N, K).launch(a_ptr, b_ptr, c_ptr, M, N, K, extra_shared)
+
+
+def size_aware(config: FastConfig, name: str, summary: str) -> SizeAwareKernel:
+    return SizeAwareKernel(name, 7, fast_configs.SOURCE, config.function, (config.THREADS, 1, 1), (config.BM, config.BN),
+                           summary, 1, config)
 
 
 COURSE: tuple[GemmKernel, ...] = (
@@ -46,6 +88,8 @@ COURSE: tuple[GemmKernel, ...] = (
                "the same with a K-tile of 16"),
     fast_kernel(fast_configs.FAST, "fast",
                 "float4 loads, double buffering, warp tiling: 128x128x16, warps of 32x64, 8x8 per thread"),
+    size_aware(fast_configs.FAST, "fast_auto",
+               "the fast kernel with K split where its tiles fill less than one wave of the GPU (gemmlab.shapes)"),
 )
 """The course ladder, in chapter order."""
 
@@ -58,6 +102,8 @@ CANDIDATES: tuple[GemmKernel, ...] = (
 """Correct kernels that chapters 6-7 measure next to the course kernels but the ladder leaves out."""
 
 VARIANTS: tuple[GemmKernel, ...] = (
+    GemmKernel("naive_column", 1, "01_naive.cu", "gemm_naive_column", (32, 32, 1), (32, 32),
+               "the naive kernel with threadIdx.x running down a column of C: a warp's loads of A are 32 rows apart"),
     GemmKernel("banks_transposed", 4, "04_banks.cu", "gemm_banks_transposed_32", (32, 32, 1), (32, 32),
                "the 32x32 tiled kernel with the B tile stored transposed: column reads, 32-way bank conflicts"),
     GemmKernel("banks_padded", 4, "04_banks.cu", "gemm_banks_padded_32", (32, 32, 1), (32, 32),
@@ -65,7 +111,7 @@ VARIANTS: tuple[GemmKernel, ...] = (
     GemmKernel("regtile2d_t_strided", 6, "06_register_tiling_2d.cu", "gemm_regtile_2d_t_strided", (256, 1, 1), (128, 128),
                "regtile2d_t with tile loads in loops the compiler cannot count (i = tid, tid + 256, ...)"),
 )
-"""The teaching variants of chapters 4 and 6, each correct and one change away from a course kernel, to show what that change costs."""
+"""The teaching variants of chapters 1, 4 and 6, each correct and one change away from a course kernel, to show what that change costs."""
 
 EARLY_RETURN = GemmKernel("early_return", 3, "03_early_return.cu", "gemm_tiled_early_return_32", (32, 32, 1), (32, 32),
                           "the 32x32 tiled kernel with an early return before __syncthreads(): wrong when 32 does not divide M or N")
@@ -101,7 +147,8 @@ def correct_kernels() -> list[GemmKernel]:
     name appears under that name): what the GPU tests check against the reference."""
     seen, out = set(), []
     for k in known().values():
-        if k is not EARLY_RETURN and (k.source_name, k.function) not in seen:
-            seen.add((k.source_name, k.function))
+        key = (k.source_name, k.function, isinstance(k, SizeAwareKernel))   # fast_auto runs other entry points too
+        if k is not EARLY_RETURN and key not in seen:
+            seen.add(key)
             out.append(k)
     return out

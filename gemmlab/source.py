@@ -31,13 +31,32 @@ class KernelSource:
         return f"`{provenance.display_path(self.path)}` (sha256 `{self.sha}`)\n\n```cuda\n{self.code.rstrip()}\n```\n"
 
 
+def region(lines: list[str], name: str) -> str | None:
+    """The lines between ``// [name]`` and ``// [/name]`` (markers a kernel file puts around a piece of a
+    longer function that a chapter shows on its own), dedented; None where there is no such region."""
+    marks = [l.strip() for l in lines]
+    if f"// [{name}]" not in marks:
+        return None
+    start = marks.index(f"// [{name}]")
+    if f"// [/{name}]" not in marks[start:]:
+        raise KeyError(f"region {name!r} is opened but never closed")
+    body = lines[start + 1:start + marks[start:].index(f"// [/{name}]")]
+    indent = min((len(l) - len(l.lstrip()) for l in body if l.strip() and not l.startswith("#")), default=0)
+    return "\n".join(l if l.startswith("#") else l[indent:] for l in body).rstrip() + "\n"   # pragmas stay at column 0
+
+
 def extract(text: str, name: str) -> str:
-    """The definition of kernel ``name`` with the comment block (and preprocessor lines) just above it."""
+    """The definition of function or struct ``name`` with the comment block (and preprocessor lines,
+    templates) just above it, or the region marked ``// [name]`` ... ``// [/name]``."""
     lines = text.splitlines()
-    start = next((i for i, l in enumerate(lines) if re.search(rf"\b{re.escape(name)}\s*\(", l)), None)
+    marked = region(lines, name)
+    if marked is not None:
+        return marked
+    pattern = rf"\b{re.escape(name)}\s*\(|^\s*(struct|class)\s+{re.escape(name)}\b"
+    start = next((i for i, l in enumerate(lines) if re.search(pattern, l)), None)
     if start is None:
-        raise KeyError(f"no function named {name!r} in the source")
-    while start > 0 and lines[start - 1].startswith(("//", "#", "extern")):   # comments, preprocessor lines
+        raise KeyError(f"no function, struct or region named {name!r} in the source")
+    while start > 0 and lines[start - 1].startswith(("//", "#", "extern", "template", "__device__")):   # comments, preprocessor lines
         start -= 1
     depth, end, opened = 0, start, False
     for end in range(start, len(lines)):

@@ -5,9 +5,11 @@
 // float4 fragment reads double buffered in registers, and a block swizzle for L2 reuse. Switches turn
 // single techniques off (VEC, STAGES, SKEW) so chapter 7 can measure what each is worth.
 // Edges: float4 loads and stores only where they are legal (K % 4 == 0 for A, N % 4 == 0 for B and
-// C, 16-byte aligned pointers, all four elements in range); elsewhere scalar accesses, guarded with
-// zero padding at the matrix edges, so any size works. K-tiles that lie wholly inside A and B run a
-// copy of the loop with no checks at all.
+// C, 16-byte aligned pointers, all four elements in range); else two float2 where rows are 8-byte
+// aligned (K or N even); elsewhere scalar accesses, guarded with zero padding at the matrix edges, so
+// any size works. K-tiles that lie wholly inside A and B run a copy of the loop with no checks at all.
+// Split-K (SPLITK > 1): blockIdx.z picks a range of whole K-tiles; each block adds its part of C
+// atomically into a C that the launcher zeroed (chapter 7: for grids smaller than one wave).
 //
 // Layout of the work. A block computes a BM×BN tile of C; its warps each own a WM×WN warp tile; a
 // thread owns TM×TN elements, as (TM/4)×(TN/4) sub-blocks of 4×4 spaced 4·(lanes across) apart, so
@@ -32,12 +34,32 @@ __device__ __forceinline__ bool aligned16(const void* p)
     return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
 }
 
+__device__ __forceinline__ bool aligned8(const void* p)
+{
+    return (reinterpret_cast<unsigned long long>(p) & 7ull) == 0;
+}
+
 // An int the compiler must recompute where it is used: keeps it from turning tile + offset into one
 // 64-bit pointer per load held across the loop (two registers each, which we do not have to spare).
 __device__ __forceinline__ int opaque(int x)
 {
     asm volatile("" : "+r"(x));
     return x;
+}
+
+// Split-K's store: n (0-4) elements added atomically; sm_90 adds an aligned float4 (vec) in one instruction.
+__device__ __forceinline__ void add_to_c(float* p, const float* v, int n, bool vec)
+{
+#if __CUDA_ARCH__ >= 900
+    if (vec) {
+        atomicAdd(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
+        return;
+    }
+#endif
+#pragma unroll
+    for (int j = 0; j < 4; ++j)                           // constant indices: v stays in registers
+        if (j < n)
+            atomicAdd(p + j, v[j]);
 }
 
 // A compile-time flag for the two versions of the K-tile loop.
@@ -112,20 +134,31 @@ __device__ __forceinline__ void store_position(int& row, int& col)
 // `tile` and has `ld` floats per row; thread t's float4 i holds row t/Q + i*RS, columns 4*(t%Q)..+3,
 // and lies at tile[off + i*RS*ld]. `rows` and `cols` are what is left of the matrix from the tile's
 // corner: outside them, zeros. vec: float4 loads are legal (ld % 4 == 0 and 16-byte aligned rows;
-// then col < cols means col + 3 < cols). full (the same for the whole block: every element of the
-// tile in range): no checks, one float4 load if vec, else four scalar loads. Otherwise each float4
-// is checked: one float4 load where legal and in range, else four guarded scalar loads; this slow
+// then col < cols means col + 3 < cols); pairs: float2 loads are (ld even, 8-byte aligned rows).
+// full (the same for the whole block: every element of the tile in range): no checks, one float4
+// load if vec, else two float2 if pairs, else four scalar loads. Otherwise each float4 is checked:
+// one float4 (or two float2) where legal and in range, else four guarded scalar loads; this slow
 // path recomputes its indices so that the main loop holds none for it. In-tile offsets are below
 // (tile rows)*ld, so int holds them while BM*K and BK*N stay below 2^31 (K and N below 8 million);
 // the tile's own offset in the matrix is size_t.
 template <int RS, int Q, int N4>
 __device__ __forceinline__ void load_tile(float4 (&r)[N4], int first, int last, const float* __restrict__ tile,
-                                          int off, int ld, int rows, int cols, bool vec, bool full)
+                                          int off, int ld, int rows, int cols, bool vec, bool full, bool pairs)
 {
     if (full && vec) {
 #pragma unroll
         for (int i = first; i < last; ++i)
             r[i] = ldg4(tile + opaque(off + i * RS * ld));
+        return;
+    }
+    if (full && pairs) {                                  // rows 8-byte aligned (ld even): two float2
+#pragma unroll
+        for (int i = first; i < last; ++i) {
+            const float* p = tile + opaque(off + i * RS * ld);
+            const float2 lo = __ldg(reinterpret_cast<const float2*>(p));
+            const float2 hi = __ldg(reinterpret_cast<const float2*>(p + 2));
+            r[i] = make_float4(lo.x, lo.y, hi.x, hi.y);
+        }
         return;
     }
     if (full) {
@@ -143,6 +176,10 @@ __device__ __forceinline__ void load_tile(float4 (&r)[N4], int first, int last, 
         const bool in = row + i * RS < rows;
         if (vec && in && col < cols) {
             r[i] = ldg4(p);
+        } else if (pairs && in && col + 3 < cols) {
+            const float2 lo = __ldg(reinterpret_cast<const float2*>(p));
+            const float2 hi = __ldg(reinterpret_cast<const float2*>(p + 2));
+            r[i] = make_float4(lo.x, lo.y, hi.x, hi.y);
         } else {
             r[i].x = (in && col + 0 < cols) ? __ldg(p + 0) : 0.0f;
             r[i].y = (in && col + 1 < cols) ? __ldg(p + 1) : 0.0f;
@@ -241,11 +278,14 @@ __device__ __forceinline__ void store_b(float (*Bs)[LD], const float4 (&r)[N4], 
 
 // The block's tile of C, swizzled for L2: consecutive blocks walk GROUP block rows column by column,
 // so blocks running together share rows of A and columns of B in L2. A bijection of the grid
-// (ceil(N/BN), ceil(M/BM)) onto itself; returns (tile row, tile column).
-template <int GROUP>
+// (ceil(N/BN), ceil(M/BM)) onto itself; returns (tile row, tile column). EDGES_FIRST numbers the
+// blocks from the end: the last block row and column, whose tiles take the slower checked path, then
+// start in the first wave instead of finishing the grid in a last wave of their own.
+template <int GROUP, bool EDGES_FIRST>
 __device__ __forceinline__ int2 swizzled_block()
 {
-    const int pid = blockIdx.y * gridDim.x + blockIdx.x;
+    const int launched = blockIdx.y * gridDim.x + blockIdx.x;
+    const int pid = EDGES_FIRST ? gridDim.x * gridDim.y - 1 - launched : launched;
     const int per_group = GROUP * gridDim.x;
     const int first = (pid / per_group) * GROUP;
     const int rows = min((int)gridDim.y - first, GROUP);
@@ -275,13 +315,14 @@ __device__ __forceinline__ void load_fragments(float4 (&fa)[SUB_M], float4 (&fb)
 // STAGES 2, the next tile loaded during this one into a second stage (1: loaded at the end of the
 // tile between two barriers, chapter 6's way); SKEW, As padded every four rows (false: every row, by 4
 // floats). ASYNC: cp.async copies instead of loads into registers and stores (needs STAGES 2).
+// SPLITK: blocks along K (grid z), each adding its part into C (1: no split, plain stores).
 template <class Config>
 __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* __restrict__ B,
                                      float* __restrict__ C, int M, int N, int K)
 {
     constexpr int BM = Config::BM, BN = Config::BN, BK = Config::BK, WM = Config::WM, WN = Config::WN;
     constexpr int TM = Config::TM, TN = Config::TN, THREADS = Config::THREADS, STORE = Config::STORE;
-    constexpr int GROUP = Config::GROUP, STAGES = Config::STAGES;
+    constexpr int GROUP = Config::GROUP, STAGES = Config::STAGES, SPLITK = Config::SPLITK;
     constexpr bool VEC = Config::VEC, SKEW = Config::SKEW, ASYNC = Config::ASYNC;
     constexpr int WARPS_N = BN / WN;
     constexpr int LANES_M = WM / TM, LANES_N = WN / TN;   // how a warp's 32 lanes tile its warp tile
@@ -309,15 +350,17 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
     static_assert(0 <= STORE && STORE < BK, "STORE must be a k-step of the tile");
     static_assert(GROUP >= 1, "GROUP must be at least one block row");
     static_assert(STAGES == 1 || STAGES == 2, "one stage or two");
+    static_assert(SPLITK >= 1, "SPLITK must be at least 1");
     static_assert(!ASYNC || STAGES == 2, "cp.async copies into the second stage: STAGES must be 2");
     static_assert(!SKEW || (BK <= 32 && BM % 32 == 0), "the A skew needs BK <= 32 (pads of whole float4) and BM % 32 == 0");
 
     __shared__ __align__(16) float As[STAGES][AT::FLOATS]; // A tile transposed: element (k, m) at AT::at(k, m)
     __shared__ __align__(16) float Bs[STAGES][BK][BN];    // B tile as is:      Bs[k][n]
 
-    const int2 blk = swizzled_block<GROUP>();
+    const int2 blk = swizzled_block<GROUP, Config::EDGES_FIRST>();
     const int row0 = blk.x * BM, col0 = blk.y * BN;
 
+    // [warp layout]
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     // Lanes in a (LANES_M x LANES_N) grid; each quarter warp covers 2 x 4 lanes, so its float4 reads hit
     // few addresses. A thread's sub-blocks sit LANES_M*4 rows and LANES_N*4 columns apart.
@@ -325,6 +368,7 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
     const int ln = (lane / 2) % LANES_N;
     const int frag_m = (warp / WARPS_N) * WM + lm * 4;    // column of As this thread reads
     const int frag_n = (warp % WARPS_N) * WN + ln * 4;    // column of Bs this thread reads
+    // [/warp layout]
 
     // Global loads: A rows a_row + i*A_RS, columns a_k..a_k+3 of the tile; B rows b_k + i*B_RS,
     // columns b_n..b_n+3. Where a tile has fewer float4 than the block has threads, the rest sit out.
@@ -334,9 +378,17 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
     const bool b_on = B_ALL >= THREADS || tid < B_ALL;
     const bool vecA = VEC && K % 4 == 0 && aligned16(A);  // uniform over the block
     const bool vecB = VEC && N % 4 == 0 && aligned16(B);
+    const bool pairsA = VEC && K % 2 == 0 && aligned8(A); // else float2 pairs where legal
+    const bool pairsB = VEC && N % 2 == 0 && aligned8(B);
+    // [split-K]
+    // Split-K: block z of SPLITK sums k in [kbeg, kbeg + KZ), whole K-tiles; the parts meet in C.
+    const int k_split = (K + SPLITK * BK - 1) / (SPLITK * BK) * BK;
+    const int kbeg = SPLITK == 1 ? 0 : min(K, (int)blockIdx.z * k_split);
+    const int KZ = SPLITK == 1 ? K : min(K - kbeg, k_split);
     const int a_off = a_row * K + a_k, b_off = b_k * N + b_n;
-    const float* A_blk = A + (size_t)row0 * K;            // the block's rows of A
-    const float* B_blk = B + col0;                        // the block's columns of B
+    const float* A_blk = A + (size_t)row0 * K + kbeg;     // the block's rows of A, from column kbeg
+    const float* B_blk = B + (size_t)kbeg * N + col0;     // the block's columns of B, from row kbeg
+    // [/split-K]
     const bool blkA = row0 + BM <= M;                     // the block's tiles lie inside A and B,
     const bool blkB = col0 + BN <= N;                     // but for the last K-tile
 
@@ -352,29 +404,30 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
     // Tile 0 into stage 0.
     if (ASYNC) {
         if (a_on)
-            copy_a<AT, A_RS, A_KQ>(As[0], 0, A_F4, A_blk, K, M - row0, K, blkA && BK <= K, a_row, a_k, A);
+            copy_a<AT, A_RS, A_KQ>(As[0], 0, A_F4, A_blk, K, M - row0, KZ, blkA && BK <= KZ, a_row, a_k, A);
         if (b_on)
-            copy_b<B_RS>(Bs[0], 0, B_F4, B_blk, N, K, N - col0, vecB, blkB && BK <= K, b_k, b_n, B);
+            copy_b<B_RS>(Bs[0], 0, B_F4, B_blk, N, KZ, N - col0, vecB, blkB && BK <= KZ, b_k, b_n, B);
         copies_done();
     } else {
         if (a_on) {
-            load_tile<A_RS, A_KQ>(ra, 0, A_F4, A_blk, a_off, K, M - row0, K, vecA, blkA && BK <= K);
+            load_tile<A_RS, A_KQ>(ra, 0, A_F4, A_blk, a_off, K, M - row0, KZ, vecA, blkA && BK <= KZ, pairsA);
             store_a<AT, A_RS, A_KQ>(As[0], ra, 0, A_F4, a_row, a_k);
         }
         if (b_on) {
-            load_tile<B_RS, B_NQ>(rb, 0, B_F4, B_blk, b_off, N, K, N - col0, vecB, blkB && BK <= K);
+            load_tile<B_RS, B_NQ>(rb, 0, B_F4, B_blk, b_off, N, KZ, N - col0, vecB, blkB && BK <= KZ, pairsB);
             store_b<B_RS>(Bs[0], rb, 0, B_F4, b_k, b_n);
         }
     }
     __syncthreads();
     load_fragments<AT, LANES_M, LANES_N>(fa[0], fb[0], As[0], Bs[0], 0, frag_m, frag_n);
 
-    const int tiles = (K + BK - 1) / BK;
+    // [main loop]
+    const int tiles = (KZ + BK - 1) / BK;
     int buf = 0;
     for (int t = 0; t < tiles; ++t) {
         const int k0 = (t + 1) * BK;                      // first column of A (row of B) of the next tile
         const bool more = t + 1 < tiles;                  // uniform: every thread takes the same branches
-        const bool fastA = blkA && k0 + BK <= K, fastB = blkB && k0 + BK <= K;
+        const bool fastA = blkA && k0 + BK <= KZ, fastB = blkB && k0 + BK <= KZ;
         // One K-tile: BK steps of TM*TN FMAs, with the next tile's loads in between. Compiled twice:
         // FAST (a next tile, all of it inside A and B: no checks at all) and the general case.
         auto tile = [&](auto fast) {
@@ -385,19 +438,19 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
                 const int cur = k % 2, nxt = (k + 1) % 2;
                 if (ASYNC && next && k == 0) {            // copy the next tile into the other stage
                     if (a_on)
-                        copy_a<AT, A_RS, A_KQ>(As[buf ^ 1], 0, A_F4, A_blk + k0, K, M - row0, K - k0,
+                        copy_a<AT, A_RS, A_KQ>(As[buf ^ 1], 0, A_F4, A_blk + k0, K, M - row0, KZ - k0,
                                                FAST || fastA, a_row, a_k, A);
                     if (b_on)
-                        copy_b<B_RS>(Bs[buf ^ 1], 0, B_F4, B_blk + (size_t)k0 * N, N, K - k0, N - col0, vecB,
+                        copy_b<B_RS>(Bs[buf ^ 1], 0, B_F4, B_blk + (size_t)k0 * N, N, KZ - k0, N - col0, vecB,
                                      FAST || fastB, b_k, b_n, B);
                 }
                 if (!ASYNC && STAGES == 2 && next && k == 0) {  // issue the next tile's loads now...
                     if (a_on)
-                        load_tile<A_RS, A_KQ>(ra, 0, A_F4, A_blk + k0, a_off, K, M - row0, K - k0, vecA,
-                                              FAST || fastA);
+                        load_tile<A_RS, A_KQ>(ra, 0, A_F4, A_blk + k0, a_off, K, M - row0, KZ - k0, vecA,
+                                              FAST || fastA, pairsA);
                     if (b_on)
-                        load_tile<B_RS, B_NQ>(rb, 0, B_F4, B_blk + (size_t)k0 * N, b_off, N, K - k0, N - col0,
-                                              vecB, FAST || fastB);
+                        load_tile<B_RS, B_NQ>(rb, 0, B_F4, B_blk + (size_t)k0 * N, b_off, N, KZ - k0, N - col0,
+                                              vecB, FAST || fastB, pairsB);
                 }
                 if (!ASYNC && STAGES == 2 && next && k == STORE) {  // ...and store them at step STORE, in
                     if (a_on)                             // the other stage: nobody reads that one now
@@ -413,13 +466,13 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
                         const unsigned t = fresh_tid();   // (offsets recomputed here: held through the
                         if (a_on) {                       // tile for this one use, they spill)
                             load_tile<A_RS, A_KQ>(ra, 0, A_F4, A_blk + k0, int(t / A_KQ) * K + int(t % A_KQ) * 4, K,
-                                                  M - row0, K - k0, vecA, FAST || fastA);
+                                                  M - row0, KZ - k0, vecA, FAST || fastA, pairsA);
                             store_a<AT, A_RS, A_KQ>(As[0], ra, 0, A_F4, a_row, a_k);
                         }
                         if (b_on) {
                             load_tile<B_RS, B_NQ>(rb, 0, B_F4, B_blk + (size_t)k0 * N,
-                                                  int(t / B_NQ) * N + int(t % B_NQ) * 4, N, K - k0, N - col0, vecB,
-                                                  FAST || fastB);
+                                                  int(t / B_NQ) * N + int(t % B_NQ) * 4, N, KZ - k0, N - col0, vecB,
+                                                  FAST || fastB, pairsB);
                             store_b<B_RS>(Bs[0], rb, 0, B_F4, b_k, b_n);
                         }
                     }
@@ -453,6 +506,8 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
             tile(Flag<false>());
     }
 
+    // [/main loop]
+
     // Store: each row of a 4x4 sub-block is one float4; a warp's lanes write whole contiguous rows.
     const bool vecC = N % 4 == 0 && aligned16(C);
     const int etid = fresh_tid(), elane = etid % 32, ewarp = etid / 32;
@@ -469,7 +524,9 @@ __device__ __forceinline__ void gemm(const float* __restrict__ A, const float* _
                     const int c = c_col + sn * LANES_N * 4;
                     const float* v = &acc[sm * 4 + i][sn * 4];
                     float* p = C + (size_t)r * N + c;
-                    if (vecC && c < N) {
+                    if (SPLITK > 1) {                     // C was zeroed: add this block's part
+                        add_to_c(p, v, max(0, min(4, N - c)), vecC && c < N);
+                    } else if (vecC && c < N) {
                         *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
                     } else {
 #pragma unroll

@@ -8,10 +8,14 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+# Pages among the chapters that carry no number of their own: their title is a name ("# Start here: ..."),
+# not "# N. Title", and their file name sorts them before the chapter whose number they borrow.
+UNNUMBERED = {"00_first_kernel.ipynb"}
 
 # A solution that calls one of these needs a GPU: tests/gpu/test_exercise_solutions.py runs it there,
 # tests/test_notebooks.py runs the others on any machine.
-GPU_MODULES = ("gemmlab.kernels(", "registry.", "probes.", "bench.", "ceilings.", "tuning.", "exercises.", "nsight.", "driver.")
+GPU_MODULES = ("gemmlab.kernels(", "registry.", "probes.", "bench.", "ceilings.", "tuning.", "exercises.", "nsight.", "driver.",
+               "pycuda")
 
 
 def config() -> dict:

@@ -102,7 +102,7 @@ def test_grid_beyond_device():
 def test_kernels_are_listed_in_chapter_order_without_a_gpu():
     ks = registry.kernels()
     assert list(ks) == ["naive", "tiled32", "tiled16", "tiled8", "regtile1d", "regtile2d", "regtile2d_t",
-                        "regtile2d_t_k16", "fast"]
+                        "regtile2d_t_k16", "fast", "fast_auto"]
     assert [k.chapter for k in ks.values()] == sorted(k.chapter for k in ks.values())
     assert all(callable(k) for k in ks.values())
 

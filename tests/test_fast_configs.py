@@ -33,13 +33,13 @@ def test_generated_constants_are_the_configuration():
 def test_ablations_switch_off_one_technique_each():
     """Chapter 7's ablations: each differs from FAST in exactly one switch, and its name says which."""
     ablations = [c for c in fast_configs.CONFIGS if c.is_ablation]
-    switches = ("VEC", "SKEW", "STAGES", "GROUP")
+    switches = ("VEC", "SKEW", "STAGES", "GROUP", "EDGES_FIRST")
     assert len(ablations) == len(switches)
     for c in ablations:
         differ = [f.name for f in dataclasses.fields(FastConfig) if getattr(c, f.name) != getattr(FAST, f.name)]
         assert len(differ) == 1 and differ[0] in switches, (c.function, differ)
         assert c.function.startswith(FAST.function + "_")
-    assert {c.function.rsplit("_", 1)[1] for c in ablations} == {"scalar", "padded", "onestage", "rowmajor"}
+    assert {c.function.rsplit("_", 1)[1] for c in ablations} == {"scalar", "padded", "onestage", "rowmajor", "edgeslast"}
 
 
 def test_config_lookup():

@@ -14,7 +14,7 @@ CONSTRUCTS = {
     "threadIdx": "`threadIdx`, `blockIdx`, `blockDim`", "float4": "`float4`", "reinterpret_cast": "`reinterpret_cast`",
     "fmaf(": "`fmaf`", "volatile": "`volatile`", "constexpr": "`constexpr`, `static_assert`",
     "static_assert": "`constexpr`, `static_assert`", "__ldg": "`__ldg`", "__CUDA_ARCH__": "`__CUDA_ARCH__`",
-    "cp.async": "`cp.async`",
+    "cp.async": "`cp.async`", "__align__": "`__align__`",
 }
 
 
@@ -37,3 +37,33 @@ def test_every_construct_the_kernels_use_is_in_the_glossary():
 def test_the_glossary_is_in_the_book():
     assert "book/glossary" in (ROOT / "_toc.yml").read_text()
     assert "{doc}`glossary`" in (ROOT / "book" / "intro.md").read_text()
+
+
+def term_roles(text: str) -> list[str]:
+    """The targets of every {term} role in MyST text: {term}`target` or {term}`title <target>`."""
+    found = []
+    for content in re.findall(r"\{term\}`([^`]+)`", text):
+        m = re.fullmatch(r"(.+?)\s*<(.*)>", content)
+        found.append(m.group(2) if m else content)
+    return found
+
+
+def test_term_roles_name_glossary_terms():
+    """A {term} link in a chapter or a book page names a term the glossary has (the term's text without
+    its backticks, as Sphinx matches it), so the link resolves without a book build."""
+    import nbformat
+
+    from notebook_tools import CHAPTERS
+
+    known = {t.replace("`", "").lower() for t in terms()}
+    pages = {p.name: p.read_text() for p in (ROOT / "book").glob("*.md")}
+    pages |= {p.name: "\n".join(c.source for c in nbformat.read(p, as_version=4).cells if c.cell_type == "markdown")
+              for p in CHAPTERS}
+    unknown = {name: t for name, text in pages.items() for t in term_roles(text) if t.lower() not in known}
+    assert not unknown, f"{{term}} roles that name no glossary term: {unknown}"
+
+
+def test_term_role_parsing():
+    assert term_roles("a {term}`bank`, {term}`barrier <__syncthreads()>` and {term}`templates <template <int T>>`") == \
+        ["bank", "__syncthreads()", "template <int T>"]
+

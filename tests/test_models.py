@@ -77,17 +77,19 @@ def test_roofline_and_ridge():
     np.testing.assert_allclose(models.roofline([0.25, 10, 100], peak, bw), [0.25e12, 10e12, 10e12])
 
 
-def brute_warp_naive(M, N, K):
-    """Replay every warp-wide load of the naive kernel: (requests, distinct 32-byte sectors)."""
-    req = [0, 0]
-    sec = [0, 0]
-    for row in range(M):
-        for c0 in range(0, N, 32):
-            cols = [c for c in range(c0, c0 + 32) if c < N]
-            for k in range(K):
-                for which, addrs in ((0, [4 * (row * K + k) for _ in cols]), (1, [4 * (k * N + c) for c in cols])):
-                    req[which] += 1
-                    sec[which] += len({a // 32 for a in addrs})
+def brute_warp_naive(M, N, K, column=False):
+    """Replay every warp-wide load of the naive kernel: (requests, distinct 32-byte sectors). A warp is
+    32 neighbours in a row of C, or with ``column`` (``naive_column``) 32 neighbours in a column."""
+    if column:
+        warps = [[(r, c) for r in range(r0, min(r0 + 32, M))] for c in range(N) for r0 in range(0, M, 32)]
+    else:
+        warps = [[(r, c) for c in range(c0, min(c0 + 32, N))] for r in range(M) for c0 in range(0, N, 32)]
+    req, sec = [0, 0], [0, 0]
+    for lanes in warps:
+        for k in range(K):
+            for which, addrs in ((0, [4 * (r * K + k) for r, _ in lanes]), (1, [4 * (k * N + c) for _, c in lanes])):
+                req[which] += 1
+                sec[which] += len({a // 32 for a in addrs})
     return req, sec
 
 
@@ -112,6 +114,14 @@ def brute_warp_tiled(M, N, K, T):
 def test_naive_warp_model_matches_a_trace(M, N, K):
     t = models.naive_warp_traffic(M, N, K)
     assert ([t.requests_A, t.requests_B], [t.sectors_A, t.sectors_B]) == brute_warp_naive(M, N, K)
+
+
+@pytest.mark.parametrize("M,N,K", [(32, 32, 32), (64, 96, 32), (32, 64, 96)])
+def test_naive_column_warp_model_matches_a_trace(M, N, K):
+    t = models.naive_column_warp_traffic(M, N, K)
+    assert ([t.requests_A, t.requests_B], [t.sectors_A, t.sectors_B]) == brute_warp_naive(M, N, K, column=True)
+    row = models.naive_warp_traffic(M, N, K)
+    assert t.requests == row.requests and (t.sectors, row.sectors) == (33 * t.requests // 2, 5 * row.requests // 2)
 
 
 @pytest.mark.parametrize("T", [8, 16, 32])

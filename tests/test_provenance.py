@@ -70,5 +70,5 @@ def test_source_extracts_one_function_with_its_comment():
     code = source.show("00_probes.cu", ["copy_f32"]).code
     assert code.startswith("// One 16-byte float4 per thread")
     assert "copy_f32(" in code and "fma_f32" not in code and code.rstrip().endswith("}")
-    with pytest.raises(KeyError, match="no function named 'nope'"):
+    with pytest.raises(KeyError, match="no function, struct or region named 'nope'"):
         source.show("00_probes.cu", ["nope"])

@@ -64,7 +64,7 @@ def test_device_spec_is_complete():
     assert spec.max_threads_per_block == 1024 and spec.warp_size == 32
 
 
-@pytest.mark.parametrize("kernel", ["naive", "tiled32", "tiled16"])
+@pytest.mark.parametrize("kernel", ["naive", "naive_column", "tiled32", "tiled16"])
 def test_counters_match_the_warp_model(kernel):
     from gemmlab import nsight
 

@@ -1,0 +1,102 @@
+"""cuBLAS past FP32: the same product with tensor cores (TF32, FP16 and BF16 inputs), timed and checked.
+
+Chapter 7's kernels run FP32 on the CUDA cores and are compared with cuBLAS in true FP32. cuBLAS can
+also run the product on the tensor cores: TF32 (FP32 inputs rounded to a 10-bit mantissa inside the
+multiplier), or FP16 / BF16 inputs, always accumulating in FP32 here. :func:`measure` times each
+through ``cublasGemmEx`` (CuPy's binding) on the same operands and reports how far each result lies
+from the float64 product of the FP32 inputs, in units of ``|A|·|B|`` (so 1e-7 is FP32-sized rounding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import bench, gpu, models, timing, verify
+
+# cublasComputeType_t and cudaDataType_t values (cublas_api.h, library_types.h).
+COMPUTE_32F, COMPUTE_32F_FAST_TF32 = 68, 77
+R_32F, R_16F, R_16BF = 0, 2, 14
+GEMM_DEFAULT = -1
+
+PRECISIONS = {
+    # name: (input type, compute type, what it is)
+    "FP32": (R_32F, COMPUTE_32F, "FP32 inputs, FP32 multiply-add (CUDA cores): the course's baseline"),
+    "TF32": (R_32F, COMPUTE_32F_FAST_TF32, "FP32 inputs rounded to TF32 (10-bit mantissa) in the tensor cores, FP32 sums"),
+    "FP16": (R_16F, COMPUTE_32F, "inputs rounded to FP16, tensor-core products, FP32 sums"),
+    "BF16": (R_16BF, COMPUTE_32F, "inputs rounded to BF16 (8-bit mantissa), tensor-core products, FP32 sums"),
+}
+
+
+@dataclass(frozen=True)
+class PrecisionResult:
+    precision: str
+    M: int
+    N: int
+    K: int
+    seconds: float | None          # None: cuBLAS refused this precision on this GPU
+    max_error: float | None        # max |C - A·B| / (|A|·|B|), against the float64 product of the FP32 inputs
+    note: str = ""
+
+    @property
+    def tflops(self) -> float | None:
+        return models.gemm_flops(self.M, self.N, self.K) / self.seconds / 1e12 if self.seconds else None
+
+
+def to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """FP32 to BF16 (round to nearest even) as uint16 bit patterns: NumPy has no bfloat16 type."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+def _device_inputs(cp, X: np.ndarray, dtype: int):
+    if dtype == R_32F:
+        return cp.asarray(X)
+    if dtype == R_16F:
+        return cp.asarray(X.astype(np.float16))
+    return cp.asarray(to_bf16_bits(X))
+
+
+def relative_error(C: np.ndarray, exact: np.ndarray, scale: np.ndarray) -> float:
+    """The largest ``|C - exact| / scale``, with ``scale = |A|·|B|`` (the size of the terms each element sums)."""
+    return float(np.max(np.abs(C - exact) / np.maximum(scale, np.finfo(np.float64).tiny)))
+
+
+def measure(M: int, N: int, K: int, precisions=tuple(PRECISIONS), repeat: int = 5, seed: int = 0) -> list[PrecisionResult] | None:
+    """Each precision's cuBLAS time and error at M x N x K, on one pair of random FP32 operands; None
+    without CuPy (:data:`gemmlab.bench.NO_CUBLAS` printed once)."""
+    unknown = sorted(set(precisions) - set(PRECISIONS))
+    if unknown:
+        raise ValueError(f"unknown precision {', '.join(unknown)}; choose from {', '.join(PRECISIONS)}")
+    gpu.cuda()
+    cp = bench.cupy_or_none()
+    if cp is None:
+        bench._say_once(bench.NO_CUBLAS)
+        return None
+    from cupy.cuda import cublas
+
+    A, B = verify.random_operands(M, N, K, seed=seed)
+    exact, scale = verify.reference(A, B), np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+    handle = cp.cuda.device.get_cublas_handle()
+    out = []
+    for name in precisions:
+        dtype, compute, _ = PRECISIONS[name]
+        a, b = _device_inputs(cp, A, dtype), _device_inputs(cp, B, dtype)
+        c = cp.empty((M, N), cp.float32)
+
+        def run():   # row-major C = A·B is column-major C^T = B^T·A^T: cuBLAS gets B first
+            cublas.gemmEx(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, N, M, K, one.ctypes.data, b.data.ptr, dtype, N,
+                          a.data.ptr, dtype, K, zero.ctypes.data, c.data.ptr, R_32F, N, compute, GEMM_DEFAULT)
+        try:
+            run()
+            cp.cuda.Device().synchronize()
+        except cublas.CUBLASError as e:
+            out.append(PrecisionResult(name, M, N, K, None, None, f"cuBLAS refused it here: {e}"))
+            continue
+        err = relative_error(cp.asnumpy(c), exact, scale)
+        t = timing.time_gpu(run, warmup=1, repeat=repeat)
+        out.append(PrecisionResult(name, M, N, K, t.median_s, err))
+    return out
