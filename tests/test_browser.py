@@ -19,10 +19,10 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-# External hosts a page may ask for. MathJax comes from a CDN; the Colab badge image at the top of
-# each chapter is served by Colab. Anything else is a new dependency that a reader without that
-# host (or offline) would miss: add it here only after deciding it is acceptable.
-ALLOWED_HOSTS = {"cdn.jsdelivr.net", "colab.research.google.com"}
+# External hosts a page may ask for: none. MathJax is served by the book itself
+# (book/_ext/offline_math.py) and the Colab badge is the book's own image. A host added here is a
+# dependency that a reader without it (or offline) would miss: add one only after deciding it is acceptable.
+ALLOWED_HOSTS: set[str] = set()
 
 VIEWPORT = {"width": 1280, "height": 900}
 PAGE_TIMEOUT_MS = 30_000
@@ -42,6 +42,14 @@ IMAGES_JS = """async () => {
     });
   }));
   return imgs.map(img => ({src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0}));
+}"""
+
+# Math on the page, and how much of it MathJax typeset (with no network: see ALLOWED_HOSTS).
+MATH_JS = """async () => {
+  const math = document.querySelectorAll('article .math').length;
+  if (!math) return {math: 0, typeset: 0};
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  return {math, typeset: document.querySelectorAll('article .math mjx-container').length};
 }"""
 
 H1_JS = """() => {
@@ -78,6 +86,10 @@ def test_page_in_browser(toc_page, served_book, browser, artifacts, repo_root, b
             problems.append("the page has no article (article.bd-article or main)")
         else:
             problems += [f"image did not load: {i['src']}" for i in images if not i["ok"]]
+
+        math = page.evaluate(MATH_JS)
+        if math["typeset"] < math["math"]:
+            problems.append(f"MathJax typeset {math['typeset']} of the page's {math['math']} formulas")
 
         h1 = page.evaluate(H1_JS)
         expected = book_sources.title(toc_page)
