@@ -2,7 +2,8 @@
 every page of the table of contents from a local web server.
 
 Each page must load with no console errors and no uncaught exceptions, show its title as the
-h1, and have every local image inside the article loaded. The machine may have no internet:
+h1, have every local image inside the article loaded, every formula typeset, and lay out no wider
+than a 390 px phone screen. The machine may have no internet:
 every request that leaves 127.0.0.1 is answered here with an empty 200 response and recorded,
 and the hosts asked for must be in ALLOWED_HOSTS, so a page that starts to depend on a new CDN
 is noticed. A full-page screenshot of each page goes to test-artifacts/; with
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.slow
 ALLOWED_HOSTS: set[str] = set()
 
 VIEWPORT = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}      # a phone in portrait: no page may be wider (book/_static/course.css)
 PAGE_TIMEOUT_MS = 30_000
 
 # Every <img> in the article with a local src: loaded (complete, with a width) or not.
@@ -99,6 +101,13 @@ def test_page_in_browser(toc_page, served_book, browser, artifacts, repo_root, b
             problems.append(f"the h1 reads {h1!r}, the source's title is {expected!r}")
         elif h1 not in page.title():
             problems.append(f"the h1 {h1!r} is not in the document title {page.title()!r}")
+
+        page.set_viewport_size(PHONE)
+        page.wait_for_timeout(200)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > PHONE["width"]:
+            problems.append(f"at {PHONE['width']} px wide the page lays out {width} px wide")
+        page.set_viewport_size(VIEWPORT)
 
         shot = artifacts / (toc_page.replace("/", "__") + ".png")
         page.screenshot(path=str(shot), full_page=True)
