@@ -43,7 +43,8 @@ IMAGES_JS = """async () => {
       setTimeout(done, 10000);
     });
   }));
-  return imgs.map(img => ({src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0}));
+  return imgs.map(img => ({src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0,
+                           alt: img.getAttribute('alt') || ''}));
 }"""
 
 # Math on the page, and how much of it MathJax typeset (with no network: see ALLOWED_HOSTS).
@@ -88,6 +89,8 @@ def test_page_in_browser(toc_page, served_book, browser, artifacts, repo_root, b
             problems.append("the page has no article (article.bd-article or main)")
         else:
             problems += [f"image did not load: {i['src']}" for i in images if not i["ok"]]
+            problems += [f"image without alt text (or a file name as its alt): {i['src']}" for i in images
+                         if not i["alt"] or i["alt"].endswith((".png", ".svg", ".jpg"))]
 
         math = page.evaluate(MATH_JS)
         if math["typeset"] < math["math"]:

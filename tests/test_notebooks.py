@@ -40,6 +40,17 @@ def test_title_and_colab_badge(chapter):
     assert badge in first.source, f"the badge opens the chapter at the release tag {RELEASE}"
 
 
+def test_every_figure_has_alt_text(chapter):
+    """A figure's alt text (cell metadata ``mystnb.image.alt``, which myst-nb puts on the image) says what
+    it shows; without it the book's alt text is the image's file name."""
+    _, nb = chapter
+    for cell in nb.cells:
+        if cell.cell_type == "code" and any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+            alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+            assert len(alt) >= 40 and not alt.endswith((".png", ".svg")), \
+                f"a figure without alt text that says what it shows: {cell.source[:80]!r}"
+
+
 def test_each_number_names_one_chapter():
     numbers = [int(p.name[:2]) for p in CHAPTERS if p.name not in UNNUMBERED]
     assert len(numbers) == len(set(numbers)), f"two chapters share a number: {sorted(numbers)}"
