@@ -2,8 +2,8 @@
 every page of the table of contents from a local web server.
 
 Each page must load with no console errors and no uncaught exceptions, show its title as the
-h1, have every local image inside the article loaded, every formula typeset, and lay out no wider
-than a 390 px phone screen. The machine may have no internet:
+h1, have every local image inside the article loaded (with alt text), every formula typeset, one
+search field, and lay out no wider than a 390 px phone screen. The machine may have no internet:
 every request that leaves 127.0.0.1 is answered here with an empty 200 response and recorded,
 and the hosts asked for must be in ALLOWED_HOSTS, so a page that starts to depend on a new CDN
 is noticed. A full-page screenshot of each page goes to test-artifacts/; with
@@ -55,6 +55,10 @@ MATH_JS = """async () => {
   return {math, typeset: document.querySelectorAll('article .math mjx-container').length};
 }"""
 
+# Search fields a reader sees (the sidebar's, the search page's form; the theme's top bar is hidden).
+SEARCH_FIELDS_JS = """() => [...document.querySelectorAll('.search-button-field, form.bd-search input')]
+  .filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).length"""
+
 H1_JS = """() => {
   const h1 = document.querySelector('article.bd-article h1') || document.querySelector('main h1');
   if (!h1) return null;
@@ -104,6 +108,10 @@ def test_page_in_browser(toc_page, served_book, browser, artifacts, repo_root, b
             problems.append(f"the h1 reads {h1!r}, the source's title is {expected!r}")
         elif h1 not in page.title():
             problems.append(f"the h1 {h1!r} is not in the document title {page.title()!r}")
+
+        fields = page.evaluate(SEARCH_FIELDS_JS)
+        if fields != 1:
+            problems.append(f"{fields} search fields on the page, where one is enough")
 
         page.set_viewport_size(PHONE)
         page.wait_for_timeout(200)
