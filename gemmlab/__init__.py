@@ -16,7 +16,8 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
 3. **Compiling and timing**: :mod:`~gemmlab.compiler`, :mod:`~gemmlab.timing`.
 4. **The device and its software**: :mod:`~gemmlab.device` (limits and ceilings),
    :mod:`~gemmlab.environment` (GPU, driver, toolkit and package versions), :mod:`~gemmlab.budget`
-   (problem sizes scaled so that no cell takes much over two minutes on a T4).
+   (problem sizes scaled so that no cell takes much over two minutes on a T4),
+   :mod:`~gemmlab.occupancy_explorer` (the Occupancy Calculator page).
 5. **Launching**: :mod:`~gemmlab.checks` (inputs), :mod:`~gemmlab.gemm` (the GEMM kernel class),
    :mod:`~gemmlab.probes` (the kernels that are not GEMMs).
 6. **Every kernel by name**: :mod:`~gemmlab.registry`.
@@ -38,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "source", "tables", "figures", "workbench", "barriers", "watchdog")),
     ("finding PyCUDA, the driver and a GPU", ("gpu",)),
     ("compiling and timing", ("compiler", "timing")),
-    ("the device and its software", ("device", "environment", "budget")),
+    ("the device and its software", ("device", "environment", "budget", "occupancy_explorer")),
     ("launching", ("checks", "gemm", "probes")),
     ("every kernel by name", ("registry",)),
     ("measuring", ("bench", "precisions", "ceilings", "tuning", "nsight", "driver", "exercises")),
