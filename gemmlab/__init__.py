@@ -8,6 +8,7 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
    traffic, intensity, roofline), :mod:`~gemmlab.banks` (the bank model), :mod:`~gemmlab.occupancy`
    (the calculator), :mod:`~gemmlab.verify` (the float64 reference), :mod:`~gemmlab.fast_configs`
    (chapter 7's configurations), :mod:`~gemmlab.shapes` (waves and split-K, chapter 7),
+   :mod:`~gemmlab.mma` (tensor-core fragments, ``ldmatrix`` and the swizzle, for chapter 8),
    :mod:`~gemmlab.compile_units` (what nvcc gets for each file),
    :mod:`~gemmlab.provenance`, :mod:`~gemmlab.source`, :mod:`~gemmlab.tables`, :mod:`~gemmlab.figures`,
    :mod:`~gemmlab.workbench`, :mod:`~gemmlab.barriers` (the static barrier check) and
@@ -35,8 +36,8 @@ __all__ = ["GPUUnavailable", "LAYERS", "kernels", "lookup"]
 __version__ = "0.2.0"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "shapes", "compile_units", "provenance",
-                "source", "tables", "figures", "workbench", "barriers", "watchdog")),
+    ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "shapes", "mma", "compile_units",
+                "provenance", "source", "tables", "figures", "workbench", "barriers", "watchdog")),
     ("finding PyCUDA, the driver and a GPU", ("gpu",)),
     ("compiling and timing", ("compiler", "timing")),
     ("the device and its software", ("device", "environment", "budget", "occupancy_explorer")),

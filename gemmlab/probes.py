@@ -1,4 +1,5 @@
-"""The small kernels that are not GEMMs: chapter 0's probes, chapter 3's deadlock, chapter 4's bank probe.
+"""The small kernels that are not GEMMs: chapter 0's probes, chapter 3's deadlock, chapter 4's bank probe,
+and the tensor-core probes that chapter 8 will use (one ``mma.sync``, one ``ldmatrix``).
 
 Each function checks its arguments (:mod:`gemmlab.checks`) before it launches anything.
 """
@@ -7,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import compiler, device, gpu
+from . import compiler, device, gpu, mma
 from .checks import check_block, check_fits, check_grid
 from .compile_units import FMA_CHAINS
 
-__all__ = ["FMA_CHAINS", "bank_probe", "barrier_deadlock", "copy", "copy_passes", "fma", "fma_values", "hello_ids",
-           "probe_grid"]
+__all__ = ["FMA_CHAINS", "LDMATRIX_IMAGE_BYTES", "SENTINEL", "bank_probe", "barrier_deadlock", "copy", "copy_passes", "fma",
+           "fma_values", "hello_ids", "ldmatrix_registers", "mma_product", "mma_registers", "probe_grid"]
 
 # ---------------------------------------------------------------- chapter 4 probe
 
@@ -123,3 +124,81 @@ def barrier_deadlock(spin_limit: int, threads: int = 128) -> np.ndarray:
     compiler.load("03_deadlock.cu").function("barrier_deadlock")(drv.InOut(out), np.int32(spin_limit),
                                                                  block=(threads, 1, 1), grid=(1, 1, 1))
     return out
+
+
+# ---------------------------------------------------------------- chapter 8 probes (tensor cores)
+
+MMA_PROBES = "08_mma_probe.cu"
+SENTINEL = 0xFFFFFFFF
+"""The word ``08_mma_probe.cu`` writes in place of a register (``MMA_PROBE_SENTINEL`` there), where an sm_80
+form is compiled for an older GPU and where an ``ldmatrix`` of fewer matrices leaves a register unfilled."""
+LDMATRIX_IMAGE_BYTES = 8192
+"""The largest shared-memory image ``ldmatrix_probe`` takes (``LDMATRIX_IMAGE_BYTES`` in the file)."""
+
+
+def _arch_number(arch: str) -> int:
+    """75 for ``sm_75`` or ``compute_75``, 90 for ``sm_90``."""
+    return int(arch.split("_")[1].rstrip("af"))
+
+
+def _words(name: str, X, shape: tuple[int, int], dtype) -> np.ndarray:
+    X = np.ascontiguousarray(X, dtype)
+    if X.shape != shape:
+        raise ValueError(f"{name} must be {shape[0]} x {shape[1]} (lanes x registers), got shape {X.shape}")
+    return X
+
+
+def mma_registers(shape: str, dtype: str, a_words, b_words, c_values) -> np.ndarray:
+    """Run one ``mma.sync`` (``kernels/08_mma_probe.cu``, one warp) on raw registers: ``a_words`` and
+    ``b_words`` are ``uint32[lane][register]`` as :func:`gemmlab.mma.pack` makes them, ``c_values`` the
+    four FP32 accumulators of each lane. Returns the D registers, ``uint32[32][4]`` FP32 bits, or
+    :data:`SENTINEL` everywhere where the instruction needs a newer GPU than the kernels are compiled for."""
+    ins = mma.instruction(shape, dtype)
+    a = _words("a_words", a_words, (mma.WARP, ins.registers("A")), np.uint32)
+    b = _words("b_words", b_words, (mma.WARP, ins.registers("B")), np.uint32)
+    c = _words("c_values", c_values, (mma.WARP, ins.registers("C")), np.float32)
+    drv = gpu.cuda()
+    d = np.zeros((mma.WARP, 4), np.uint32)
+    compiler.load(MMA_PROBES).function(ins.probe)(drv.In(a), drv.In(b), drv.In(c), drv.Out(d),
+                                                  block=(mma.WARP, 1, 1), grid=(1, 1, 1))
+    return d
+
+
+def mma_product(A, B, C, shape: str = "m16n8k16", dtype: str = "f16") -> np.ndarray:
+    """``D = A·B + C`` by one tensor-core instruction: each lane's registers filled as :mod:`gemmlab.mma` says
+    it holds A, B and C, and D read back where the same model says it sits (float32, M x N). With the
+    right layout this is the product; with a wrong one, a scrambled matrix."""
+    ins = mma.instruction(shape, dtype)
+    arch = compiler.load(MMA_PROBES).arch
+    if _arch_number(arch) < ins.sm:
+        raise gpu.GPUUnavailable(f"{ins.ptx} needs sm_{ins.sm} or newer, and the kernels here are compiled for {arch}.")
+    words = [mma.pack(mma.lane_values(X, shape, dtype, op), ins.element_type(op)) for X, op in ((A, "A"), (B, "B"))]
+    c = mma.lane_values(np.asarray(C, np.float32), shape, dtype, "C")
+    d = mma_registers(shape, dtype, words[0], words[1], c)
+    return mma.from_lanes(mma.unpack(d, "f32"), shape, dtype, "C").astype(np.float32)
+
+
+def ldmatrix_registers(image, offsets, num: int, trans: bool = False) -> np.ndarray:
+    """Run one ``ldmatrix.sync.aligned.m8n8.x<num>{.trans}.shared.b16`` in one warp: ``image`` (16-bit values,
+    at most :data:`LDMATRIX_IMAGE_BYTES`) is copied to shared memory and lane *l* gives the row address at byte
+    ``offsets[l]`` of it (8 * ``num`` offsets, repeated over the other lanes as sm_75 wants, or 32).
+    Returns the destination registers, ``uint32[32][num]``."""
+    if num not in (1, 2, 4):
+        raise ValueError(f"ldmatrix loads 1, 2 or 4 matrices, got num={num}")
+    img = np.ascontiguousarray(image, np.uint16).ravel()
+    if img.size % 2 or not 0 < 2 * img.size <= LDMATRIX_IMAGE_BYTES:
+        raise ValueError(f"the image must be an even number of 16-bit values, at most {LDMATRIX_IMAGE_BYTES} bytes; "
+                         f"got {img.size} values")
+    offs = [int(o) for o in offsets]
+    if len(offs) not in (8 * num, mma.WARP):
+        raise ValueError(f"ldmatrix.x{num} takes {8 * num} row addresses (or 32), got {len(offs)}")
+    offs = [offs[lane % len(offs)] for lane in range(mma.WARP)]
+    bad = [o for o in offs if o % mma.CHUNK_BYTES or not 0 <= o <= 2 * img.size - mma.CHUNK_BYTES]
+    if bad:
+        raise ValueError(f"row addresses must be 16-byte aligned and inside the {2 * img.size}-byte image, got {bad[:4]}")
+    drv = gpu.cuda()
+    out = np.zeros((mma.WARP, 4), np.uint32)
+    compiler.load(MMA_PROBES).function("ldmatrix_probe")(
+        drv.In(img.view(np.uint32)), np.int32(img.size // 2), drv.In(np.array(offs, np.uint32)), drv.Out(out),
+        np.int32(num), np.int32(bool(trans)), block=(mma.WARP, 1, 1), grid=(1, 1, 1))
+    return out[:, :num].copy()

@@ -14,7 +14,7 @@ CONSTRUCTS = {
     "threadIdx": "`threadIdx`, `blockIdx`, `blockDim`", "float4": "`float4`", "reinterpret_cast": "`reinterpret_cast`",
     "fmaf(": "`fmaf`", "volatile": "`volatile`", "constexpr": "`constexpr`, `static_assert`",
     "static_assert": "`constexpr`, `static_assert`", "__ldg": "`__ldg`", "__CUDA_ARCH__": "`__CUDA_ARCH__`",
-    "cp.async": "`cp.async`", "__align__": "`__align__`",
+    "cp.async": "`cp.async`", "__align__": "`__align__`", "mma.sync": "`mma.sync`", "ldmatrix": "`ldmatrix`",
 }
 
 

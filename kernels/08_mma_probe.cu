@@ -1,0 +1,143 @@
+// Chapter 8 probes (tensor cores): one warp runs one mma.sync or one ldmatrix, and each lane writes its registers back raw.
+// New since chapter 7: inline PTX for the tensor cores. The kernels know no layout: the host packs what each lane
+// holds (gemmlab.mma) and checks what comes back.
+//
+//   mma_probe_<shape>_<type>(a, b, c, d) - lane l loads its A, B and C registers from a[l][.], b[l][.], c[l][.]
+//       (32-bit words, packed on the host), runs one mma.sync and writes its four D registers to d[l][0..3]
+//       as raw FP32 bits. If the host placed each element where gemmlab.mma says the lane holds it, then
+//       D = A·B + C element by element where the same model says D sits; a wrong layout breaks the product.
+//       The sm_80 forms write MMA_PROBE_SENTINEL instead where they are compiled for an older GPU (a T4).
+//   ldmatrix_probe(image, words, offsets, out, num, trans) - copies a shared-memory image (words 32-bit
+//       words) into shared memory, runs ldmatrix.x<num>{.trans} with lane l's row address at byte offset
+//       offsets[l] of it, and writes the destination registers to out[l][0..num-1] (the rest: the sentinel).
+//       With an image whose entries are their own indices, out says which element each lane receives.
+//
+// Launch each with one block of one warp: block (32, 1, 1), grid (1, 1, 1).
+
+#define MMA_PROBE_SENTINEL 0xFFFFFFFFu
+#define LDMATRIX_IMAGE_BYTES 8192
+
+__device__ __forceinline__ void store_d(unsigned* __restrict__ d, int lane, float d0, float d1, float d2, float d3)
+{
+    d[4 * lane + 0] = __float_as_uint(d0);
+    d[4 * lane + 1] = __float_as_uint(d1);
+    d[4 * lane + 2] = __float_as_uint(d2);
+    d[4 * lane + 3] = __float_as_uint(d3);
+}
+
+__device__ __forceinline__ void store_sentinel(unsigned* __restrict__ d, int lane)
+{
+    for (int i = 0; i < 4; ++i)
+        d[4 * lane + i] = MMA_PROBE_SENTINEL;
+}
+
+// m16n8k16 with FP32 accumulators (sm_80): A 4 registers (8 halves), B 2 (4 halves), C and D 4 floats.
+// BF16 picks .bf16 operands instead of .f16; the layout is the same.
+template <bool BF16>
+__device__ __forceinline__ void mma_m16n8k16(const unsigned* __restrict__ a, const unsigned* __restrict__ b,
+                                             const float* __restrict__ c, unsigned* __restrict__ d, int lane)
+{
+#if __CUDA_ARCH__ >= 800
+    float d0, d1, d2, d3;
+    if constexpr (BF16)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%10, %11, %12, %13};"
+            : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+            : "r"(a[4 * lane + 0]), "r"(a[4 * lane + 1]), "r"(a[4 * lane + 2]), "r"(a[4 * lane + 3]),
+              "r"(b[2 * lane + 0]), "r"(b[2 * lane + 1]),
+              "f"(c[4 * lane + 0]), "f"(c[4 * lane + 1]), "f"(c[4 * lane + 2]), "f"(c[4 * lane + 3]));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%10, %11, %12, %13};"
+            : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+            : "r"(a[4 * lane + 0]), "r"(a[4 * lane + 1]), "r"(a[4 * lane + 2]), "r"(a[4 * lane + 3]),
+              "r"(b[2 * lane + 0]), "r"(b[2 * lane + 1]),
+              "f"(c[4 * lane + 0]), "f"(c[4 * lane + 1]), "f"(c[4 * lane + 2]), "f"(c[4 * lane + 3]));
+    store_d(d, lane, d0, d1, d2, d3);
+#else
+    store_sentinel(d, lane);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(32)
+mma_probe_m16n8k16_f16(const unsigned* __restrict__ a, const unsigned* __restrict__ b, const float* __restrict__ c,
+                       unsigned* __restrict__ d)
+{
+    mma_m16n8k16<false>(a, b, c, d, threadIdx.x);
+}
+
+extern "C" __global__ void __launch_bounds__(32)
+mma_probe_m16n8k16_bf16(const unsigned* __restrict__ a, const unsigned* __restrict__ b, const float* __restrict__ c,
+                        unsigned* __restrict__ d)
+{
+    mma_m16n8k16<true>(a, b, c, d, threadIdx.x);
+}
+
+// m16n8k8 .f16 (sm_75, the T4's tensor-core instruction): A 2 registers (4 halves), B 1 (2 halves).
+extern "C" __global__ void __launch_bounds__(32)
+mma_probe_m16n8k8_f16(const unsigned* __restrict__ a, const unsigned* __restrict__ b, const float* __restrict__ c,
+                      unsigned* __restrict__ d)
+{
+    const int lane = threadIdx.x;
+    float d0, d1, d2, d3;
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+        : "r"(a[2 * lane + 0]), "r"(a[2 * lane + 1]), "r"(b[lane]),
+          "f"(c[4 * lane + 0]), "f"(c[4 * lane + 1]), "f"(c[4 * lane + 2]), "f"(c[4 * lane + 3]));
+    store_d(d, lane, d0, d1, d2, d3);
+}
+
+// m16n8k8 .tf32 (sm_80): one TF32 value (FP32 bits, 10 mantissa bits used) per register: A 4, B 2.
+extern "C" __global__ void __launch_bounds__(32)
+mma_probe_m16n8k8_tf32(const unsigned* __restrict__ a, const unsigned* __restrict__ b, const float* __restrict__ c,
+                       unsigned* __restrict__ d)
+{
+    const int lane = threadIdx.x;
+#if __CUDA_ARCH__ >= 800
+    float d0, d1, d2, d3;
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%10, %11, %12, %13};"
+        : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+        : "r"(a[4 * lane + 0]), "r"(a[4 * lane + 1]), "r"(a[4 * lane + 2]), "r"(a[4 * lane + 3]),
+          "r"(b[2 * lane + 0]), "r"(b[2 * lane + 1]),
+          "f"(c[4 * lane + 0]), "f"(c[4 * lane + 1]), "f"(c[4 * lane + 2]), "f"(c[4 * lane + 3]));
+    store_d(d, lane, d0, d1, d2, d3);
+#else
+    store_sentinel(d, lane);
+#endif
+}
+
+// ldmatrix (sm_75): .num and .trans are part of the instruction, so each combination is its own asm;
+// num and trans are the same for the whole warp, as ldmatrix requires. "memory": the asm reads the
+// shared memory written before the barrier.
+extern "C" __global__ void __launch_bounds__(32)
+ldmatrix_probe(const unsigned* __restrict__ image, int words, const unsigned* __restrict__ offsets,
+               unsigned* __restrict__ out, int num, int trans)
+{
+    __shared__ __align__(16) unsigned tile[LDMATRIX_IMAGE_BYTES / 4];
+    const int lane = threadIdx.x;
+    for (int i = lane; i < words && i < LDMATRIX_IMAGE_BYTES / 4; i += 32)
+        tile[i] = image[i];
+    __syncthreads();
+    const unsigned p = static_cast<unsigned>(__cvta_generic_to_shared(tile)) + offsets[lane];
+    unsigned r0 = MMA_PROBE_SENTINEL, r1 = MMA_PROBE_SENTINEL, r2 = MMA_PROBE_SENTINEL, r3 = MMA_PROBE_SENTINEL;
+    if (num == 1 && !trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];" : "=r"(r0) : "r"(p) : "memory");
+    else if (num == 1)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];" : "=r"(r0) : "r"(p) : "memory");
+    else if (num == 2 && !trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(p) : "memory");
+    else if (num == 2)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(p)
+                     : "memory");
+    else if (num == 4 && !trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(p) : "memory");
+    else if (num == 4)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(p) : "memory");
+    out[4 * lane + 0] = r0;
+    out[4 * lane + 1] = r1;
+    out[4 * lane + 2] = r2;
+    out[4 * lane + 3] = r3;
+}
