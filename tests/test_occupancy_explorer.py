@@ -37,3 +37,22 @@ def test_the_html_is_self_contained():
     assert "OccupancyCalculator.mount" in html and "<style>" in html
     assert not re.search(r"(src|href)=[\"']?https?://", html), "no network request from the page"
     assert repr(occupancy_explorer.show()).startswith("<Occupancy Calculator: 4 devices")
+
+
+def test_the_stored_page_is_fresh():
+    """book/occupancy.ipynb's stored calculator equals what gemmlab renders now (data, CSS, script), so an
+    edit of the page's JavaScript or of a preset cannot reach the book without re-executing the page."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parent.parent / "book" / "occupancy.ipynb").read_text(encoding="utf-8"))
+    stored = [out["data"]["text/html"] for cell in nb["cells"] for out in cell.get("outputs", [])
+              if 'class="occx"' in "".join(out.get("data", {}).get("text/html", ""))]
+    assert stored, "the page has no stored calculator: execute book/occupancy.ipynb"
+    for html in stored:
+        html = "".join(html)
+        blob = re.search(r'<script type="application/json" id="[^"]+">(.*?)</script>', html, re.S).group(1)
+        start = json.loads(blob.replace("<\\/", "</"))["start"]
+        page = occupancy_explorer.OccupancyCalculator(None, start["threads"], start["registers"], start["shared"])
+        page.uid = re.search(r'<div class="occx" id="([^"]+)"', html).group(1)
+        assert html == page._repr_html_(), "stale calculator output: re-execute book/occupancy.ipynb"
