@@ -87,3 +87,18 @@ def test_the_page_answers_in_words_and_is_keyboard_and_phone_ready(calculator_pa
     assert page.locator(".occx").get_attribute("data-occx-blocks") == "3"
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+@pytest.mark.parametrize("page_name, selector", [("book/occupancy", ".occx"), ("book/workbench", ".smwb")])
+def test_no_light_frame_in_dark_mode(served_book, browser, page_name, selector):
+    """In dark mode the theme gives every HTML output a light box; the interactive pages draw their own
+    background, so book/_static/course.css takes the box away around them."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(f"{served_book}/{page_name}.html", wait_until="load")
+        page.evaluate("document.documentElement.dataset.theme = 'dark'")
+        frame = page.evaluate(f"getComputedStyle(document.querySelector('{selector}').parentElement).backgroundColor")
+        assert frame in ("rgba(0, 0, 0, 0)", "transparent"), f"{page_name}: a {frame} frame around the widget in dark mode"
+    finally:
+        context.close()
