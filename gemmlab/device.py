@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import gpu
 
@@ -117,22 +117,13 @@ H200 = DeviceSpec(
     reserved_shared_per_block=1024, l2_bytes=60 * 1024**2, sm_clock_khz=1_980_000, memory_clock_khz=3_201_000,
     memory_bus_bits=6016, total_memory=143771 * 2**20, clock_source="reference")
 
-# Two more GPUs for the occupancy calculator's presets, from the same tables (compute capability 8.0 and
-# 9.0) and the A100 (SXM, 40 GB) and H100 (SXM5, 80 GB) datasheets.
-A100 = DeviceSpec(
-    name="NVIDIA A100 SXM4 40GB (reference)", compute_capability=(8, 0), sms=108, max_threads_per_block=1024,
-    max_block_dims=(1024, 1024, 64), max_grid_dims=(2**31 - 1, 65535, 65535), max_threads_per_sm=2048,
-    max_blocks_per_sm=32, warp_size=32, registers_per_sm=65536, registers_per_block=65536,
-    shared_per_block=48 * 1024, shared_per_block_optin=163 * 1024, shared_per_sm=164 * 1024,
-    reserved_shared_per_block=1024, l2_bytes=40 * 1024**2, sm_clock_khz=1_410_000, memory_clock_khz=1_215_000,
-    memory_bus_bits=5120, total_memory=40 * 1024**3, clock_source="reference")
-H100 = DeviceSpec(
-    name="NVIDIA H100 SXM5 80GB (reference)", compute_capability=(9, 0), sms=132, max_threads_per_block=1024,
-    max_block_dims=(1024, 1024, 64), max_grid_dims=(2**31 - 1, 65535, 65535), max_threads_per_sm=2048,
-    max_blocks_per_sm=32, warp_size=32, registers_per_sm=65536, registers_per_block=65536,
-    shared_per_block=48 * 1024, shared_per_block_optin=227 * 1024, shared_per_sm=228 * 1024,
-    reserved_shared_per_block=1024, l2_bytes=50 * 1024**2, sm_clock_khz=1_980_000, memory_clock_khz=2_619_000,
-    memory_bus_bits=5120, total_memory=80 * 1024**3, clock_source="reference")
+# Two more GPUs for the occupancy calculator's presets: the limits of compute capability 8.0 and 9.0
+# (the same tables) on the H200's, with the A100 (SXM, 40 GB) and H100 (SXM5, 80 GB) datasheets' sizes.
+A100 = replace(H200, name="NVIDIA A100 SXM4 40GB (reference)", compute_capability=(8, 0), sms=108,
+               shared_per_block_optin=163 * 1024, shared_per_sm=164 * 1024, l2_bytes=40 * 1024**2,
+               sm_clock_khz=1_410_000, memory_clock_khz=1_215_000, memory_bus_bits=5120, total_memory=40 * 1024**3)
+H100 = replace(H200, name="NVIDIA H100 SXM5 80GB (reference)", l2_bytes=50 * 1024**2, memory_clock_khz=2_619_000,
+               memory_bus_bits=5120, total_memory=80 * 1024**3)
 
 def _nvidia_smi_max_clocks() -> tuple[int, int] | None:
     """(SM, memory) maximum clocks in kHz from nvidia-smi, for drivers that no longer report them."""
