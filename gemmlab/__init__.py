@@ -7,11 +7,13 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
 1. **No GPU**: :mod:`~gemmlab.limits` (CUDA limits, once), :mod:`~gemmlab.models` (global-memory
    traffic, intensity, roofline), :mod:`~gemmlab.banks` (the bank model), :mod:`~gemmlab.occupancy`
    (the calculator), :mod:`~gemmlab.verify` (the float64 reference), :mod:`~gemmlab.fast_configs`
-   (chapter 7's configurations), :mod:`~gemmlab.shapes` (waves and split-K, chapter 7),
+   (chapter 7's configurations), :mod:`~gemmlab.tc_configs` (chapter 8's), :mod:`~gemmlab.shapes` (waves and split-K, chapter 7),
    :mod:`~gemmlab.mma` (tensor-core fragments, ``ldmatrix`` and the swizzle, for chapter 8),
    :mod:`~gemmlab.compile_units` (what nvcc gets for each file),
    :mod:`~gemmlab.provenance`, :mod:`~gemmlab.source`, :mod:`~gemmlab.tables`, :mod:`~gemmlab.figures`,
-   :mod:`~gemmlab.workbench`, :mod:`~gemmlab.barriers` (the static barrier check) and
+   :mod:`~gemmlab.workbench`, :mod:`~gemmlab.explorer_html` (the explorer pages' HTML),
+   :mod:`~gemmlab.bank_explorer` (the Bank Conflict Explorer page),
+   :mod:`~gemmlab.barriers` (the static barrier check) and
    :mod:`~gemmlab.watchdog` (child processes under a timeout).
 2. **Finding PyCUDA, the driver and a GPU**: :mod:`~gemmlab.gpu`.
 3. **Compiling and timing**: :mod:`~gemmlab.compiler`, :mod:`~gemmlab.timing`.
@@ -20,6 +22,7 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
    (problem sizes scaled so that no cell takes much over two minutes on a T4),
    :mod:`~gemmlab.occupancy_explorer` (the Occupancy Calculator page).
 5. **Launching**: :mod:`~gemmlab.checks` (inputs), :mod:`~gemmlab.gemm` (the GEMM kernel class),
+   :mod:`~gemmlab.tensor_gemm` (the tensor-core kernels, FP16 and BF16 inputs),
    :mod:`~gemmlab.probes` (the kernels that are not GEMMs).
 6. **Every kernel by name**: :mod:`~gemmlab.registry`.
 7. **Measuring**: :mod:`~gemmlab.bench` (the ladder), :mod:`~gemmlab.precisions` (cuBLAS with tensor
@@ -36,12 +39,13 @@ __all__ = ["GPUUnavailable", "LAYERS", "kernels", "lookup"]
 __version__ = "0.2.0"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "shapes", "mma", "compile_units",
-                "provenance", "source", "tables", "figures", "workbench", "barriers", "watchdog")),
+    ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "tc_configs", "shapes", "mma", "compile_units",
+                "provenance", "source", "tables", "figures", "workbench", "explorer_html", "bank_explorer", "barriers",
+                "watchdog")),
     ("finding PyCUDA, the driver and a GPU", ("gpu",)),
     ("compiling and timing", ("compiler", "timing")),
     ("the device and its software", ("device", "environment", "budget", "occupancy_explorer")),
-    ("launching", ("checks", "gemm", "probes")),
+    ("launching", ("checks", "gemm", "tensor_gemm", "probes")),
     ("every kernel by name", ("registry",)),
     ("measuring", ("bench", "precisions", "ceilings", "tuning", "nsight", "driver", "exercises")),
     ("the command line", ("__main__",)),

@@ -53,20 +53,34 @@ def _words_per_bank(addrs, per_lane: int) -> list[int]:
     return per_bank
 
 
-def bank_access(byte_addresses, access_bytes: int = 4) -> BankAccess:
-    """The bank model for one warp's shared-memory instruction: ``byte_addresses`` holds each lane's
-    address in lane order (at most 32), ``access_bytes`` what each lane reads (4 for a ``float``, 8 for a
-    ``float2``, 16 for a ``float4``; addresses aligned to it). Word w = address // 4 lives in bank w % 32."""
+def _check(addrs: list, access_bytes: int) -> None:
     if access_bytes not in (4, 8, 16):
         raise ValueError(f"the bank model covers 4-, 8- and 16-byte accesses, got {access_bytes}-byte ones")
-    addrs = list(byte_addresses)
     if len(addrs) > 32:
         raise ValueError(f"a warp has 32 lanes, got {len(addrs)} addresses")
     if any(a % access_bytes for a in addrs):
         raise ValueError(f"{access_bytes}-byte accesses must be {access_bytes}-byte aligned")
+
+
+def lane_groups(byte_addresses, access_bytes: int = 4) -> list[range]:
+    """The groups of lanes that the banks serve together (see :class:`BankAccess`), in lane order: the
+    whole warp for 4-byte accesses; 16 lanes for 8-byte and 8 lanes for 16-byte ones, twice as many when
+    neighbouring lanes read the same address. Each group needs as many wavefronts as its busiest bank
+    has distinct words."""
+    addrs = list(byte_addresses)
+    _check(addrs, access_bytes)
     per_lane = access_bytes // BANK_BYTES
-    group = 32 // per_lane * (2 if per_lane > 1 and _lanes_pair_up(addrs) else 1)
-    groups = [addrs[i:i + group] for i in range(0, len(addrs), group)]
+    size = 32 // per_lane * (2 if per_lane > 1 and _lanes_pair_up(addrs) else 1)
+    return [range(i, min(i + size, len(addrs))) for i in range(0, len(addrs), size)]
+
+
+def bank_access(byte_addresses, access_bytes: int = 4) -> BankAccess:
+    """The bank model for one warp's shared-memory instruction: ``byte_addresses`` holds each lane's
+    address in lane order (at most 32), ``access_bytes`` what each lane reads (4 for a ``float``, 8 for a
+    ``float2``, 16 for a ``float4``; addresses aligned to it). Word w = address // 4 lives in bank w % 32."""
+    addrs = list(byte_addresses)
+    per_lane = access_bytes // BANK_BYTES
+    groups = [[addrs[i] for i in g] for g in lane_groups(addrs, access_bytes)]
     wavefronts = sum(max(_words_per_bank(g, per_lane)) for g in groups)
     return BankAccess(wavefronts, tuple(_words_per_bank(addrs, per_lane)), len(groups))
 
@@ -75,6 +89,39 @@ def array_addresses(rows, cols, row_stride: int, base: int = 0) -> list[int]:
     """Byte addresses of float elements [r][c] of a row-major array whose rows are ``row_stride``
     floats long (pass T + 1 for a padded T×T tile), for the pairs (rows[i], cols[i])."""
     return [base + 4 * (r * row_stride + c) for r, c in zip(rows, cols)]
+
+
+def strided_addresses(stride: int, lanes: int = 32, base: int = 0) -> list[int]:
+    """Byte addresses of a warp whose lane l starts its access at word ``stride * l`` (a stride in
+    4-byte words, whatever the access width) of an array at byte ``base``."""
+    return [base + BANK_BYTES * stride * lane for lane in range(lanes)]
+
+
+SWIZZLES = ("none", "chunks", "words")
+"""How :func:`swizzled_word` stores a tile row: as it is, its 16-byte chunks XORed with the row, or its
+words XORed with the row."""
+
+
+def swizzled_word(row: int, word: int, swizzle: str = "chunks") -> int:
+    """Where word ``word`` of row ``row`` of a float tile is stored within its row. ``none``: where it is;
+    ``chunks``: its 16-byte chunk ``word // 4`` XORed with ``row % 8``, the four words of a chunk staying
+    together and in order (what tensor-core kernels do; CUTLASS's ``Swizzle<3,4,3>`` on 128-byte rows);
+    ``words``: the word XORed with ``row % 32`` (chapter 4's exercise 3, for 4-byte accesses only). Rows
+    hold a multiple of 32 words, so the XOR stays within the row."""
+    if swizzle not in SWIZZLES:
+        raise ValueError(f"swizzle must be one of {', '.join(SWIZZLES)}, got {swizzle!r}")
+    if swizzle == "chunks":
+        return (word // 4 ^ row % 8) * 4 + word % 4
+    return word ^ row % BANKS if swizzle == "words" else word
+
+
+def tile_addresses(rows, words, row_words: int, swizzle: str = "none", base: int = 0) -> list[int]:
+    """Byte addresses of words (rows[i], words[i]) of a row-major float tile whose rows are ``row_words``
+    words long, stored under ``swizzle`` (:func:`swizzled_word`); with ``none`` this is
+    :func:`array_addresses`."""
+    if swizzle != "none" and row_words % BANKS:
+        raise ValueError(f"a swizzled row holds a multiple of {BANKS} words, got {row_words}")
+    return [base + BANK_BYTES * (r * row_words + swizzled_word(r, w, swizzle)) for r, w in zip(rows, words)]
 
 
 TILE_LAYOUTS = ("plain", "transposed", "padded")   # 02_tiled.cu, and the two B-tile layouts of 04_banks.cu
@@ -88,6 +135,8 @@ class SharedInstruction:
     opcode: str                     # LDS (4 bytes per lane), LDS.128 (16 bytes), STS
     per_phase: int                  # how often each warp executes it per tile phase (one k0 step)
     access: BankAccess              # its cost for one warp
+    addresses: tuple = ()           # the byte address of each lane of warp 0, in lane order
+    access_bytes: int = 4           # what each lane reads: 4, or 16 for LDS.128
 
     @property
     def is_load(self) -> bool:
@@ -114,19 +163,22 @@ def tiled_shared_instructions(T: int, layout: str = "plain") -> list[SharedInstr
     k = 0                                                   # every k gives the same banks, shifted
     row = T + (layout == "padded")                          # floats per row of Bs
     bs = 4 * T * T                                          # Bs follows As in shared memory
-    a_read = SharedInstruction("As[ty][k..k+3]", "LDS.128", T // 4,
-                               bank_access(array_addresses(ty, [k] * 32, T), 16))
-    a_store = SharedInstruction("As[ty][tx] =", "STS", 1, bank_access(array_addresses(ty, tx, T)))
+
+    def instruction(what: str, opcode: str, per_phase: int, addrs: list) -> SharedInstruction:
+        width = 16 if opcode == "LDS.128" else 4
+        return SharedInstruction(what, opcode, per_phase, bank_access(addrs, width), tuple(addrs), width)
+
+    a_read = instruction("As[ty][k..k+3]", "LDS.128", T // 4, array_addresses(ty, [k] * 32, T))
+    a_store = instruction("As[ty][tx] =", "STS", 1, array_addresses(ty, tx, T))
     if layout == "plain":
-        b_read = SharedInstruction("Bs[k][tx]", "LDS", T, bank_access(array_addresses([k] * 32, tx, T, bs)))
-        b_store = SharedInstruction("Bs[ty][tx] =", "STS", 1, bank_access(array_addresses(ty, tx, T, bs)))
+        b_read = instruction("Bs[k][tx]", "LDS", T, array_addresses([k] * 32, tx, T, bs))
+        b_store = instruction("Bs[ty][tx] =", "STS", 1, array_addresses(ty, tx, T, bs))
     elif layout == "transposed":
-        b_read = SharedInstruction("Bs[tx][k..k+3]", "LDS.128", T // 4,
-                                   bank_access(array_addresses(tx, [k] * 32, row, bs), 16))
-        b_store = SharedInstruction("Bs[tx][ty] =", "STS", 1, bank_access(array_addresses(tx, ty, row, bs)))
+        b_read = instruction("Bs[tx][k..k+3]", "LDS.128", T // 4, array_addresses(tx, [k] * 32, row, bs))
+        b_store = instruction("Bs[tx][ty] =", "STS", 1, array_addresses(tx, ty, row, bs))
     else:
-        b_read = SharedInstruction("Bs[tx][k]", "LDS", T, bank_access(array_addresses(tx, [k] * 32, row, bs)))
-        b_store = SharedInstruction("Bs[tx][ty] =", "STS", 1, bank_access(array_addresses(tx, ty, row, bs)))
+        b_read = instruction("Bs[tx][k]", "LDS", T, array_addresses(tx, [k] * 32, row, bs))
+        b_store = instruction("Bs[tx][ty] =", "STS", 1, array_addresses(tx, ty, row, bs))
     return [a_read, b_read, a_store, b_store]
 
 

@@ -1,8 +1,10 @@
 """What gemmlab hands the compiler for each ``kernels/*.cu`` file: a compile unit.
 
-Most files compile as they are. Two take something that Python owns: ``00_probes.cu`` the number of
-FMA chains (``-DFMA_CHAINS``, also used by the host to count FLOPs), and ``07_fast.cu`` its entry
-points, one per configuration in :data:`gemmlab.fast_configs.CONFIGS`. A :class:`CompileUnit` is the
+Most files compile as they are. Four take something that Python owns: ``00_probes.cu`` and
+``08_mma_probe.cu`` the number of independent chains of their ceiling probes (``-DFMA_CHAINS``,
+``-DMMA_CHAINS``, also used by the host to count FLOPs), and ``07_fast.cu`` and
+``08_tensor_core.cu`` their entry points, one per configuration in :data:`gemmlab.fast_configs.CONFIGS`
+and :data:`gemmlab.tc_configs.CONFIGS`. A :class:`CompileUnit` is the
 file plus those, and its provenance line names both: the file's hash and, where Python added
 something, the hash of what it added. The CPU compile tests, :mod:`gemmlab.compiler` and the
 freshness test all build their units here, so they compile exactly the same text. Pure Python.
@@ -14,19 +16,24 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import fast_configs, provenance
+from . import fast_configs, provenance, tc_configs
 
 FMA_CHAINS = 8
 """Independent FMA chains per thread in chapter 0's ``fma_f32`` probe."""
 
+MMA_CHAINS = 8
+"""Independent ``mma.sync`` accumulators per warp in chapter 8's ``mma_ceiling_*`` probes."""
+
 # Constants that the kernels and the host share, by file (passed as -DNAME=VALUE).
 DEFINES: dict[str, dict[str, int]] = {
     "00_probes.cu": {"FMA_CHAINS": FMA_CHAINS},
+    "08_mma_probe.cu": {"MMA_CHAINS": MMA_CHAINS},
 }
 
 # Entry points generated from named configurations, by file.
 GENERATED = {
     fast_configs.SOURCE: lambda: fast_configs.entry_points(fast_configs.CONFIGS),
+    tc_configs.SOURCE: lambda: tc_configs.entry_points(tc_configs.CONFIGS),
 }
 
 

@@ -81,7 +81,7 @@ class FastConfig:
     def label(self) -> str:
         off = [name for name, on in (("scalar loads", self.VEC), ("one stage", self.STAGES == 2),
                                      ("padded A", self.SKEW), ("row-major blocks", self.GROUP > 1),
-                                     ("edge blocks first", self.EDGES_FIRST)) if not on]
+                                     ("edge blocks last", self.EDGES_FIRST)) if not on]
         extras = (["cp.async"] if self.ASYNC else []) + off + ([f"split-K {self.SPLITK}"] if self.is_split else [])
         return (f"{self.BM}x{self.BN}x{self.BK} warp {self.WM}x{self.WN} thread {self.TM}x{self.TN} "
                 f"({self.THREADS} threads)" + (f" [{', '.join(extras)}]" if extras else ""))

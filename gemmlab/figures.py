@@ -1,11 +1,79 @@
 """Figures for the chapters (matplotlib), drawn from :mod:`gemmlab.models` so the pictures and
-the tables use the same numbers."""
+the tables use the same numbers.
+
+Every figure is drawn for the book's content column: :data:`WIDTH` inches at :data:`DPI` make an image
+as wide as the column is on a desktop, shown there at its own size, so text of :data:`FONT_PT` points is
+at least the body text's 16 px. Colours come from :data:`PALETTE`, each dark enough for text on white
+(contrast 4.5:1 or more), and where a figure has many series they differ in marker shape as well as in
+colour. :func:`new` starts a figure in this style; the chapters use it for the figures they draw
+themselves.
+"""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from . import banks, models
+
+CONTENT_WIDTH_PX = 750
+"""The width of the book's content column on a desktop, in pixels (a cell's output is 757 px wide at 1366 px)."""
+
+DPI = 100
+"""Pixels per inch of every figure."""
+
+WIDTH = CONTENT_WIDTH_PX / DPI
+"""The width of every figure in inches, the content column's."""
+
+BODY_PX = 16
+"""The size of the book's body text, in CSS pixels."""
+
+FONT_PT = 12.0
+"""The size of the smallest text in a figure, in points (12 pt at 100 dpi is 16.7 px, the body's size when the
+figure is shown at the column's width)."""
+
+PALETTE = ("#1f5fa8", "#b2182b", "#1b7837", "#6a3d9a", "#a04a00", "#00727a", "#9c2a7a", "#4d4d4d")
+"""The series colours (blue, red, green, purple, brown, teal, magenta, grey), each with a contrast of 4.5 or
+more against white."""
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+"""The marker shapes, in the order of :data:`PALETTE`, so that series differ in shape, not in colour alone."""
+
+MUTED = "#595959"
+"""The colour of secondary text (reference lines, notes), with a contrast of 7 against white."""
+
+
+def style() -> dict:
+    """The course's matplotlib settings (rcParams)."""
+    from cycler import cycler
+
+    return {"figure.dpi": DPI, "savefig.dpi": DPI, "font.size": FONT_PT, "axes.titlesize": FONT_PT + 1,
+            "axes.labelsize": FONT_PT, "xtick.labelsize": FONT_PT, "ytick.labelsize": FONT_PT,
+            "legend.fontsize": FONT_PT, "legend.title_fontsize": FONT_PT, "figure.titlesize": FONT_PT + 1,
+            "axes.prop_cycle": cycler(color=PALETTE), "axes.titlelocation": "left",
+            "text.color": "#1a1a1a", "axes.labelcolor": "#1a1a1a", "xtick.color": "#1a1a1a", "ytick.color": "#1a1a1a"}
+
+
+def new(nrows: int = 1, ncols: int = 1, height: float = 4.2, **kwargs):
+    """A figure in the course style, as wide as the content column: ``(fig, axes)`` as from
+    ``plt.subplots``. The style stays set, so labels added afterwards get it too."""
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(style())
+    return plt.subplots(nrows, ncols, figsize=(WIDTH, height), layout="constrained", **kwargs)
+
+
+def contrast_ratio(foreground, background="white") -> float:
+    """The WCAG contrast ratio of two colours (1 to 21; text needs 4.5 or more)."""
+    from matplotlib.colors import to_rgb
+
+    def luminance(color):
+        channels = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
+        return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+
+    hi, lo = sorted((luminance(foreground), luminance(background)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
 
 
 def roofline(peak_flops: float, peak_bandwidth: float, *, measured_flops: float | None = None,
@@ -15,112 +83,114 @@ def roofline(peak_flops: float, peak_bandwidth: float, *, measured_flops: float 
 
     Draws the roof derived from the device's attributes, the measured one if given, a marker on
     the roof for each named intensity in ``kernels``, and a star for each ``achieved`` point
-    ``name: (intensity FLOP/B, measured FLOP/s)``.
+    ``name: (intensity FLOP/B, measured FLOP/s)``. Labels sit where no roof crosses them: below and to
+    the right of a point under the roof, centred above one over it (a kernel the caches serve can beat
+    the DRAM roof).
     """
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
+    fig, ax = new(height=5.0)
     x = np.logspace(-2, 3, 400)
-    ax.loglog(x, models.roofline(x, peak_flops, peak_bandwidth) / 1e12, color="0.2", lw=2,
+    ax.loglog(x, models.roofline(x, peak_flops, peak_bandwidth) / 1e12, color="#1a1a1a", lw=2,
               label=f"derived: {peak_flops / 1e12:.1f} TFLOP/s, {peak_bandwidth / 1e9:,.0f} GB/s")
     roof_f, roof_b = peak_flops, peak_bandwidth
     if measured_flops and measured_bandwidth:
         roof_f, roof_b = measured_flops, measured_bandwidth
-        ax.loglog(x, models.roofline(x, roof_f, roof_b) / 1e12, color="tab:blue", lw=2, ls="--",
+        ax.loglog(x, models.roofline(x, roof_f, roof_b) / 1e12, color=PALETTE[0], lw=2, ls="--",
                   label=f"measured: {roof_f / 1e12:.1f} TFLOP/s, {roof_b / 1e9:,.0f} GB/s")
     ridge = models.ridge_point(roof_f, roof_b)
     ax.axvline(ridge, color="0.6", lw=1, ls=":")
     ax.annotate(f"ridge {ridge:.1f} FLOP/B", (ridge, roof_f / 1e12), textcoords="offset points",
-                xytext=(6, -16), fontsize=9, color="0.35")
-    for (name, intensity), color in zip((kernels or {}).items(), ("tab:red", "tab:green", "tab:purple", "tab:orange")):
+                xytext=(6, -20), color=MUTED)
+    for (name, intensity), color in zip((kernels or {}).items(), PALETTE[1:]):
         y = float(models.roofline(intensity, roof_f, roof_b)) / 1e12
         ax.plot([intensity], [y], "o", ms=8, color=color, zorder=3)
         ax.annotate(f"{name}\n{intensity:g} FLOP/B: ≤ {y:.2f} TFLOP/s", (intensity, y), textcoords="offset points",
-                    xytext=(8, -30), fontsize=9, color=color)
-    colors = ("tab:red", "tab:green", "tab:purple", "tab:orange", "tab:brown")
-    for i, ((name, (intensity, flops)), color) in enumerate(zip((achieved or {}).items(), colors)):
-        ax.plot([intensity], [flops / 1e12], "*", ms=14, color=color, markeredgecolor="black", zorder=4)
-        # alternate above and below so neighbouring labels at one height do not overlap
-        ax.annotate(f"{name}:\n{flops / 1e12:.2f} TFLOP/s", (intensity, flops / 1e12), textcoords="offset points",
-                    xytext=(10, 10) if i % 2 == 0 else (10, -30), fontsize=9, color=color)
-    ax.set_xlabel("arithmetic intensity (FLOP per byte; the roofs assume every byte crosses DRAM)")
-    ax.set_ylabel("attainable FP32 throughput (TFLOP/s)")
+                    xytext=(10, -40), color=color)
+    for (name, (intensity, flops)), color in zip((achieved or {}).items(), PALETTE[1:]):
+        y = flops / 1e12
+        ax.plot([intensity], [y], "*", ms=15, color=color, markeredgecolor="black", zorder=4)
+        above = y > float(models.roofline(intensity, roof_f, roof_b)) / 1e12
+        ax.annotate(f"{name}:\n{y:.2f} TFLOP/s", (intensity, y), textcoords="offset points",
+                    xytext=(0, 14) if above else (12, -38), ha="center" if above else "left", color=color)
+    ax.set_ylim(top=roof_f / 1e12 * 3)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of DRAM traffic)")
+    ax.set_ylabel("attainable FP32 TFLOP/s")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(loc="lower right", fontsize=9)
+    ax.legend(loc="lower right")
     return fig
 
 
 def bandwidth_sweep(sizes_bytes, bandwidths, l2_bytes: int, peak_bandwidth: float, title: str):
     """Copy bandwidth against buffer size (per buffer, of the two a copy uses), with the DRAM peak and
     the size at which the pair fills the L2 (half the L2 per buffer) marked."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
-    ax.semilogx(np.asarray(sizes_bytes) / 2**20, np.asarray(bandwidths) / 1e9, "o-", color="tab:blue",
+    fig, ax = new(height=4.6)
+    ax.semilogx(np.asarray(sizes_bytes) / 2**20, np.asarray(bandwidths) / 1e9, "o-", color=PALETTE[0],
                 label="copy_f32, measured")
-    ax.axhline(peak_bandwidth / 1e9, color="0.2", ls="--", lw=1, label=f"DRAM peak (derived) {peak_bandwidth / 1e9:,.0f} GB/s")
-    ax.axvline(l2_bytes / 2 / 2**20, color="tab:orange", ls=":", lw=1.5,
-               label=f"two buffers fill the {l2_bytes / 2**20:g} MiB L2 ({l2_bytes / 2 / 2**20:g} MiB each)")
-    ax.set_xlabel("bytes per buffer (MiB; the copy reads one buffer and writes another)")
-    ax.set_ylabel("bandwidth (GB/s, read + write)")
+    ax.axhline(peak_bandwidth / 1e9, color="#1a1a1a", ls="--", lw=1, label=f"DRAM peak (derived) {peak_bandwidth / 1e9:,.0f} GB/s")
+    ax.axvline(l2_bytes / 2 / 2**20, color=PALETTE[4], ls=":", lw=2,
+               label=f"two buffers fill the {l2_bytes / 2**20:g} MiB L2")
+    ax.set_xlabel("MiB per buffer (the copy reads one buffer, writes another)")
+    ax.set_ylabel("GB/s (read + write)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=9)
+    ax.legend()
     return fig
 
 
 def thread_map(M: int, N: int, T: int = 32, highlight: tuple[int, int] | None = None, title: str = ""):
     """C (M×N) divided among T×T thread blocks: each block's elements in its own colour, the idle
     threads of the edge blocks hatched, and one element's block, thread, row of A and column of B."""
-    import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
     gx, gy = models.grid_for(M, N, T)
-    fig, ax = plt.subplots(figsize=(7.5, 7.5 * gy / max(gx, gy) + 0.8), layout="constrained")
-    cmap = plt.get_cmap("tab20")
+    fig, ax = new(height=WIDTH * gy / max(gx, gy) + 1.0)
+    pale = ("#dbe7f5", "#f6dcdc", "#dcefe0", "#e9e0f2", "#f6e6d6", "#d8eef0")    # light, so black text stays 15:1
     for by in range(gy):
         for bx in range(gx):
-            ax.add_patch(Rectangle((bx * T, by * T), T, T, facecolor=cmap((by * gx + bx) % 20), alpha=0.45,
+            ax.add_patch(Rectangle((bx * T, by * T), T, T, facecolor=pale[(by * gx + bx) % len(pale)],
                                    edgecolor="black", lw=1.2))
-            ax.text(bx * T + T / 2, by * T + T / 2, f"block\n({bx}, {by})", ha="center", va="center", fontsize=8)
-    ax.add_patch(Rectangle((N, 0), gx * T - N, gy * T, facecolor="none", hatch="//", edgecolor="0.5", lw=0))
-    ax.add_patch(Rectangle((0, M), N, gy * T - M, facecolor="none", hatch="//", edgecolor="0.5", lw=0))
+            if gx <= 8 and gy <= 8:
+                ax.text(bx * T + T / 2, by * T + T / 2, f"block\n({bx}, {by})", ha="center", va="center")
+    ax.add_patch(Rectangle((N, 0), gx * T - N, gy * T, facecolor="none", hatch="//", edgecolor="0.55", lw=0))
+    ax.add_patch(Rectangle((0, M), N, gy * T - M, facecolor="none", hatch="//", edgecolor="0.55", lw=0))
     ax.add_patch(Rectangle((0, 0), N, M, facecolor="none", edgecolor="black", lw=2.5))
     if highlight:
         r, c = highlight
         (bx, by), (tx, ty) = models.thread_of(r, c, T)
-        ax.add_patch(Rectangle((c, r), 1, 1, facecolor="red", edgecolor="red", zorder=3))
-        ax.axhline(r + 0.5, color="red", lw=0.8, ls="--")
-        ax.axvline(c + 0.5, color="red", lw=0.8, ls="--")
-        ax.annotate(f"C[{r}, {c}]: block ({bx}, {by}), thread ({tx}, {ty})", (c + 1, r), xytext=(c + 4, r - 6),
-                    fontsize=9, color="red", arrowprops={"arrowstyle": "->", "color": "red"})
+        red = PALETTE[1]
+        ax.add_patch(Rectangle((c, r), 1, 1, facecolor=red, edgecolor=red, zorder=3))
+        ax.axhline(r + 0.5, color=red, lw=0.8, ls="--")
+        ax.axvline(c + 0.5, color=red, lw=0.8, ls="--")
+        ax.annotate(f"C[{r}, {c}]: block ({bx}, {by}), thread ({tx}, {ty})", (c + 1, r), xytext=(gx * T / 2, r - 9),
+                    color=red, ha="center", arrowprops={"arrowstyle": "->", "color": red},
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
     ax.set_xlim(0, gx * T)
     ax.set_ylim(gy * T, 0)
     ax.set_aspect("equal")
-    ax.set_xlabel(f"column of C (N = {N}); x: blockIdx.x·{T} + threadIdx.x")
-    ax.set_ylabel(f"row of C (M = {M}); y: blockIdx.y·{T} + threadIdx.y")
-    ax.set_title(title or f"{gx}×{gy} blocks of {T}×{T} threads cover C ({M}×{N}); hatched: threads with no element")
+    ax.set_xlabel(f"column of C (N = {N}): blockIdx.x·{T} + threadIdx.x")
+    ax.set_ylabel(f"row of C (M = {M}):\nblockIdx.y·{T} + threadIdx.y")
+    ax.set_title(title or f"{gx}×{gy} blocks of {T}×{T} threads cover C ({M}×{N});\nhatched: threads with no element")
     return fig
 
 
 def speed_sweep(sizes, series: dict[str, list[float]], title: str, ylabel: str = "TFLOP/s",
                 hline: tuple[str, float] | None = None):
-    """One line per kernel: a measured rate (already in display units) against the matrix size."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.4), layout="constrained")
-    for name, ys in series.items():
-        ax.plot(sizes, ys, "o-", label=name)
+    """One line per kernel: a measured rate (already in display units) against the matrix size; each
+    line has its own marker shape and its name at its right end."""
+    fig, ax = new(height=4.6)
+    for (name, ys), color, marker in zip(series.items(), PALETTE, MARKERS):
+        ax.plot(sizes, ys, "-", marker=marker, color=color, label=name)
+        ax.annotate(name, (sizes[-1], ys[-1]), textcoords="offset points", xytext=(8, 0), va="center", color=color)
     if hline:
-        ax.axhline(hline[1], color="0.3", ls="--", lw=1, label=hline[0])
+        ax.axhline(hline[1], color=MUTED, ls="--", lw=1, label=hline[0])
     ax.set_xscale("log", base=2)
     ax.set_xticks(sizes, [str(s) for s in sizes])
+    ax.set_xlim(right=sizes[-1] * 2.2)                  # room for the names at the right end
     ax.set_xlabel("M = N = K")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=9)
+    ax.legend(loc="best")
     return fig
 
 
@@ -128,69 +198,76 @@ def speed_bars(speeds: dict[str, float], reference: tuple[str, float] | None, ti
     """One horizontal bar per kernel (TFLOP/s, in the order given), each labelled with its share of
     ``reference`` = (name, TFLOP/s), which is drawn as a dashed line; with no reference (no cuBLAS
     on this machine), the bars alone."""
-    import matplotlib.pyplot as plt
-
     names = list(speeds)
     top = max([*speeds.values(), reference[1] if reference else 0.0])
-    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(names) + 1.2), layout="constrained")
-    bars = ax.barh(range(len(names)), [speeds[n] for n in names], color="tab:blue")
+    fig, ax = new(height=0.5 * len(names) + 1.6)
+    bars = ax.barh(range(len(names)), [speeds[n] for n in names], color=PALETTE[0])
     if reference:
-        ax.axvline(reference[1], color="0.3", ls="--", lw=1, label=f"{reference[0]} {reference[1]:.1f} TFLOP/s")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.axvline(reference[1], color="#1a1a1a", ls="--", lw=1, label=f"{reference[0]} {reference[1]:.1f} TFLOP/s")
+        ax.legend(loc="lower right")
     for b, n in zip(bars, names):
         share = f" ({speeds[n] / reference[1]:.0%})" if reference else ""
         ax.annotate(f"{speeds[n]:.1f}{share}", (b.get_width(), b.get_y() + b.get_height() / 2),
-                    va="center", fontsize=8, xytext=(3, 0), textcoords="offset points")
+                    va="center", xytext=(4, 0), textcoords="offset points")
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
-    ax.set_xlim(0, top * 1.2)
+    ax.set_xlim(0, top * 1.3)
     ax.set_xlabel("TFLOP/s (FP32)")
     ax.set_title(title)
     return fig
 
 
-def ladder(data: dict, title: str = ""):
-    """The ladder (``bench.to_json``'s dict): TFLOP/s of every kernel at every size, one group of bars
-    per size, cuBLAS last in each group and each bar labelled with its share of cuBLAS."""
-    import matplotlib.pyplot as plt
-    import numpy as np
+def _size_label(size: tuple) -> str:
+    return "×".join(map(str, size)) if len(set(size)) > 1 else f"{size[0]}³"
 
+
+def ladder(data: dict, title: str = ""):
+    """The ladder (``bench.to_json``'s dict): one row per kernel, one marker per size, at the kernel's
+    share of cuBLAS measured in the same run (its TFLOP/s where there is no cuBLAS). Sizes differ in
+    marker shape and colour; the legend gives cuBLAS's own rate at each size."""
     rows = data["results"]
     sizes = list(dict.fromkeys((r["M"], r["N"], r["K"]) for r in rows))
-    kernels = list(dict.fromkeys(r["kernel"] for r in rows))
+    kernels = [k for k in dict.fromkeys(r["kernel"] for r in rows) if k != "cuBLAS"]
     value = {(r["kernel"], (r["M"], r["N"], r["K"])): r for r in rows}
-    fig, ax = plt.subplots(figsize=(10, 4.8), layout="constrained")
-    width = 0.8 / len(kernels)
-    x = np.arange(len(sizes))
-    for i, name in enumerate(kernels):
-        ys = [value[(name, s)]["tflops"] if (name, s) in value else 0.0 for s in sizes]
-        bars = ax.bar(x + (i - (len(kernels) - 1) / 2) * width, ys, width, label=name,
-                      color="0.25" if name == "cuBLAS" else None)
-        for b, s in zip(bars, sizes):
-            frac = value.get((name, s), {}).get("fraction_of_cublas")
-            if frac and name != "cuBLAS" and frac >= 0.5:
-                ax.annotate(f"{frac:.0%}", (b.get_x() + b.get_width() / 2, b.get_height()), ha="center",
-                            va="bottom", fontsize=7, rotation=90, xytext=(0, 2), textcoords="offset points")
-    ax.set_xticks(x, ["×".join(map(str, s)) if len(set(s)) > 1 else f"{s[0]}³" for s in sizes])
-    ax.set_ylabel("TFLOP/s (FP32)")
-    ax.set_title(title or f"Every course kernel and cuBLAS on the {data.get('device', 'GPU')} (labels: share of cuBLAS)")
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8, ncol=2, loc="upper left")
+    share = all(value[(k, s)].get("fraction_of_cublas") for k in kernels for s in sizes if (k, s) in value)
+    fig, ax = new(height=0.42 * len(kernels) + 2.6)
+    for j, (s, color, marker) in enumerate(zip(sizes, PALETTE, MARKERS)):
+        ks = [k for k in kernels if (k, s) in value]
+        xs = [100 * value[(k, s)]["fraction_of_cublas"] if share else value[(k, s)]["tflops"] for k in ks]
+        ys = [kernels.index(k) + (j - (len(sizes) - 1) / 2) * 0.13 for k in ks]
+        ref = value.get(("cuBLAS", s))
+        ax.plot(xs, ys, marker, color=color, ms=7, ls="none", markeredgecolor="white", markeredgewidth=0.5,
+                label=_size_label(s) + (f" (cuBLAS {ref['tflops']:.1f} TFLOP/s)" if ref else ""))
+    if share:
+        ax.axvline(100, color="#1a1a1a", ls="--", lw=1)
+        ax.annotate("cuBLAS", (100, -0.6), ha="center", va="bottom", color="#1a1a1a")
+    ax.set_yticks(range(len(kernels)), kernels)
+    ax.set_ylim(len(kernels) - 0.5, -1.0)
+    ax.set_xlim(0, None)
+    ax.set_xlabel("share of cuBLAS in the same run (%)" if share else "TFLOP/s (FP32)")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_title(title or f"Every course kernel against cuBLAS (FP32), {data.get('device', 'GPU')}")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / (len(kernels) + 4)), ncol=2, frameon=False)
     return fig
 
 
 def bank_maps(accesses: dict, title: str = ""):
-    """One panel per access: which bank each lane's words fall in. ``accesses`` maps a label to
-    ``(byte_addresses, access_bytes)`` for the 32 lanes of one warp; a cell (lane, bank) is coloured by
-    which of that bank's distinct words the lane reads (one colour per bank: conflict-free), and each
-    panel's title gives the wavefronts from :func:`gemmlab.banks.bank_access`."""
+    """One panel per access, two across: which bank each lane's words fall in. ``accesses`` maps a label
+    to ``(byte_addresses, access_bytes)`` for the 32 lanes of one warp; a cell (lane, bank) is coloured
+    by which of that bank's distinct words the lane reads (the colour bar: the first, second, ... word;
+    a bank whose lanes all read its first word costs no extra pass), and each panel's title gives the
+    wavefronts from :func:`gemmlab.banks.bank_access`."""
     import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
+    from matplotlib.colors import BoundaryNorm, ListedColormap
 
-    fig, axes = plt.subplots(1, len(accesses), figsize=(3.3 * len(accesses), 3.9), layout="constrained", squeeze=False)
-    cmap = ListedColormap(["white"] + list(plt.get_cmap("viridis")(np.linspace(0, 1, 32))))
-    for ax, (label, (addrs, width)) in zip(axes[0], accesses.items()):
-        grid = np.zeros((32, banks.BANKS))
+    cols = min(2, len(accesses))
+    rows = math.ceil(len(accesses) / cols)
+    fig, axes = new(rows, cols, height=3.7 * rows + (0.5 if title else 0) + 0.3, squeeze=False)
+    cmap = ListedColormap(plt.get_cmap("viridis")(np.linspace(0, 0.92, 32))).with_extremes(bad="white")
+    norm = BoundaryNorm(np.arange(0.5, 33.5), 32)
+    image = None
+    for ax, (label, (addrs, width)) in zip(axes.flat, accesses.items()):
+        grid = np.full((32, banks.BANKS), np.nan)
         order: dict[int, dict[int, int]] = {}            # bank -> word -> its rank among the bank's words
         for lane, a in enumerate(addrs):
             for i in range(width // banks.BANK_BYTES):
@@ -198,28 +275,30 @@ def bank_maps(accesses: dict, title: str = ""):
                 ranks = order.setdefault(word % banks.BANKS, {})
                 ranks.setdefault(word, len(ranks) + 1)
                 grid[lane, word % banks.BANKS] = ranks[word]
-        ax.imshow(grid, cmap=cmap, vmin=0, vmax=32, aspect="equal", interpolation="nearest")
+        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norm, aspect="equal", interpolation="nearest")
         acc = banks.bank_access(addrs, width)
-        ax.set_title(f"{label}\n{acc.wavefronts} wavefront{'s' * (acc.wavefronts != 1)} (ideal {acc.ideal})", fontsize=9)
+        ax.set_title(f"{label}\n{acc.wavefronts} wavefront{'s' * (acc.wavefronts != 1)} (ideal {acc.ideal})")
         ax.set_xlabel("bank")
         ax.set_ylabel("lane")
         ax.set_xticks([0, 8, 16, 24, 31])
         ax.set_yticks([0, 8, 16, 24, 31])
+    for ax in list(axes.flat)[len(accesses):]:
+        ax.set_visible(False)
+    bar = fig.colorbar(image, ax=axes, ticks=[1, 8, 16, 24, 32], shrink=0.85, aspect=30)
+    bar.set_label("which distinct word of its bank\n(1 = the first; more = extra passes)")
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title)
     return fig
 
 
 def occupancy_limits(kernels: dict, title: str = ""):
     """For each kernel (``name: occupancy.Occupancy``), the blocks per SM each resource allows, the
-    binding ones highlighted, and the resulting occupancy."""
-    import matplotlib.pyplot as plt
-
+    binding ones drawn solid with a black edge, and the resulting occupancy under the kernel's name."""
     names = list(kernels)
     limits = ["threads", "registers", "shared memory", "blocks"]
-    fig, ax = plt.subplots(figsize=(8, 0.55 * len(names) * len(limits) / 2 + 1.2), layout="constrained")
+    fig, ax = new(height=0.62 * len(names) * len(limits) / 2 + 1.8)
     h = 0.8 / len(limits)
-    colors = dict(zip(limits, ("tab:blue", "tab:orange", "tab:green", "0.6")))
+    colors = dict(zip(limits, (PALETTE[0], PALETTE[4], PALETTE[2], "0.45")))
     for i, name in enumerate(names):
         occ = kernels[name]
         for j, lim in enumerate(limits):
@@ -228,18 +307,31 @@ def occupancy_limits(kernels: dict, title: str = ""):
             n = occ.limits[lim]
             y = i + (j - (len(limits) - 1) / 2) * h
             bound = lim in occ.binding
-            ax.barh(y, min(n, 33), height=h * 0.9, color=colors[lim], alpha=1.0 if bound else 0.35,
+            ax.barh(y, min(n, 33), height=h * 0.9, color=colors[lim], alpha=1.0 if bound else 0.3,
                     edgecolor="black" if bound else "none", label=lim if i == 0 else None)
-            ax.text(min(n, 33) + 0.3, y, f"{n}" + (" (binds)" if bound else ""), va="center", fontsize=7)
-        ax.text(-0.5, i, f"{occ.blocks_per_sm} x {occ.warps_per_sm // occ.blocks_per_sm if occ.blocks_per_sm else 0} warps = "
-                f"{occ.occupancy:.0%}", va="center", ha="right", fontsize=8, color="0.25")
-    ax.set_yticks(range(len(names)), [f"{n}\n\n" for n in names], fontsize=9)
-    ax.set_xlim(0, 40)
+            ax.text(min(n, 33) + 0.4, y, f"{n}" + (" (binds)" if bound else ""), va="center")
+    ax.set_yticks(range(len(names)), [f"{n}\n{kernels[n].occupancy:.0%}" for n in names])
+    ax.set_xlim(0, 42)
     ax.invert_yaxis()
     ax.set_xlabel("blocks per SM each resource allows (bars cut at 33)")
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=8, frameon=False)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False, handlelength=1.2, columnspacing=1.0)
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title)
+    return fig
+
+
+def speed_against_occupancy(points: dict[str, list[tuple[float, float]]], title: str, ylabel: str):
+    """One line per kernel: TFLOP/s against theoretical occupancy (``name: [(occupancy 0..1, TFLOP/s)]``)."""
+    fig, ax = new(height=4.4)
+    for (name, pts), color, marker in zip(points.items(), PALETTE, MARKERS):
+        pts = sorted(pts)
+        ax.plot([100 * o for o, _ in pts], [t for _, t in pts], "-", marker=marker, color=color, label=name)
+    ax.set_xlabel("theoretical occupancy (%)")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    ax.set_title(title)
     return fig
 
 
@@ -252,33 +344,32 @@ def warp_sectors(panels: dict, title: str = ""):
     import matplotlib.pyplot as plt
 
     loads = [(label, name, addrs) for label, per in panels.items() for name, addrs in per.items()]
-    fig, axes = plt.subplots(len(loads), 1, figsize=(7.5, 1.55 * len(loads) + 0.4), layout="constrained", squeeze=False)
+    fig, axes = new(len(loads), 1, height=1.9 * len(loads) + 0.6, squeeze=False)
     for ax, (label, name, addrs) in zip(axes[:, 0], loads):
         sectors = sorted({a // models.SECTOR_BYTES for a in addrs})
         slot = {s: (i + 0.5) * 32 / len(sectors) - 0.5 for i, s in enumerate(sectors)}   # spread over the lanes' width
         for lane, a in enumerate(addrs):
             ax.plot([lane, slot[a // models.SECTOR_BYTES]], [1, 0], color="0.55", lw=0.8, zorder=1)
-        ax.scatter(range(32), [1] * 32, s=22, color="tab:blue", zorder=2)
+        ax.scatter(range(32), [1] * 32, s=22, color=PALETTE[0], zorder=2)
         width = min(0.9 * 32 / len(sectors), 3.2)
         for s, x in slot.items():
             ax.add_patch(plt.Rectangle((x - width / 2, -0.22), width, 0.22, facecolor="#fdd9b5", edgecolor="0.25", zorder=2))
-        if len(sectors) <= 8:
+        if len(sectors) <= 4:
             for s, x in slot.items():
                 ax.annotate(f"+{(s - sectors[0]) * models.SECTOR_BYTES:,} B", (x, -0.22), textcoords="offset points",
-                            xytext=(0, -11), ha="center", fontsize=9, color="0.2")
+                            xytext=(0, -14), ha="center", color="#1a1a1a")
         else:
             step = (sectors[1] - sectors[0]) * models.SECTOR_BYTES
             ax.annotate(f"{len(sectors)} sectors, {step:,} B apart", (15.5, -0.22), textcoords="offset points",
-                        xytext=(0, -11), ha="center", fontsize=9, color="0.2")
-        ax.set_title(f"{label}: {name}, {len(sectors)} sector{'s' * (len(sectors) != 1)} for 32 lanes", fontsize=10, loc="left")
+                        xytext=(0, -14), ha="center", color="#1a1a1a")
+        ax.set_title(f"{label}: {name}\n{len(sectors)} sector{'s' * (len(sectors) != 1)} for 32 lanes", loc="left")
         ax.set_xlim(-1, 32)
-        ax.set_ylim(-0.65, 1.25)
-        ax.set_yticks([0, 1], ["sectors", "lanes"], fontsize=9)
+        ax.set_ylim(-0.8, 1.25)
+        ax.set_yticks([0, 1], ["sectors", "lanes"])
         ax.set_xticks([0, 8, 16, 24, 31])
-        ax.tick_params(axis="x", labelsize=9)
         for side in ("top", "right", "left"):
             ax.spines[side].set_visible(False)
-    axes[-1, 0].set_xlabel("lane", fontsize=9)
+    axes[-1, 0].set_xlabel("lane")
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(title)
     return fig

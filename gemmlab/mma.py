@@ -210,11 +210,24 @@ def from_lanes(values, shape: str, dtype: str, operand: str) -> np.ndarray:
 # Register contents
 
 
+def to_bf16_bits(x) -> np.ndarray:
+    """FP32 to BF16, rounded to nearest even (a NaN stays a NaN), as uint16 bit patterns: NumPy has no
+    bfloat16 type."""
+    x = np.ascontiguousarray(x, np.float32)
+    bits = x.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(x), ((bits >> 16) | 0x40).astype(np.uint16), rounded)
+
+
+def bf16_to_f32(bits) -> np.ndarray:
+    """BF16 bit patterns (uint16) as the float32 values they are exactly."""
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
 def _bits16(values: np.ndarray, element_type: str) -> np.ndarray:
     if element_type == "f16":
         return values.astype(np.float16).view(np.uint16).astype(np.uint32)
-    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)      # bf16: round to nearest even
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint32)
+    return to_bf16_bits(values).astype(np.uint32)
 
 
 def pack(values, element_type: str) -> np.ndarray:

@@ -10,12 +10,10 @@ answer with :func:`gemmlab.occupancy.calculate`. Self-contained HTML: no network
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
-from . import device, limits, occupancy
+from . import device, explorer_html, limits, occupancy
 
-ASSETS = Path(__file__).resolve().parent / "explorer_assets"
+ASSETS = explorer_html.ASSETS
 PRESETS = (("T4", device.T4), ("A100", device.A100), ("H100", device.H100), ("H200", device.H200))
 FIELDS = ("max_threads_per_block", "max_threads_per_sm", "max_blocks_per_sm", "warp_size", "registers_per_sm",
           "registers_per_block", "shared_per_block_optin", "shared_per_sm", "reserved_shared_per_block")
@@ -59,14 +57,8 @@ class OccupancyCalculator:
                 f"{s['registers']} registers, {s['shared']} bytes of shared memory>")
 
     def _repr_html_(self) -> str:
-        css = (ASSETS / "occupancy.css").read_text(encoding="utf-8")
-        js = (ASSETS / "occupancy.js").read_text(encoding="utf-8")
-        blob = json.dumps(self.payload, separators=(",", ":")).replace("</", "<\\/")
-        return (f'<div class="occx" id="{self.uid}"><noscript>The Occupancy Calculator needs JavaScript.</noscript></div>\n'
-                f"<style>{css}</style>\n"
-                f'<script type="application/json" id="{self.uid}-data">{blob}</script>\n'
-                f"<script>{js}\nOccupancyCalculator.mount(document.getElementById({json.dumps(self.uid)}), "
-                f"JSON.parse(document.getElementById({json.dumps(self.uid + '-data')}).textContent));</script>")
+        return explorer_html.render("occx", self.uid, "Occupancy Calculator", self.payload, "occupancy",
+                                    "OccupancyCalculator", ASSETS)
 
 
 def show(spec: device.DeviceSpec | None = None, threads: int = 256, registers: int = 64,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import bench, gpu, models, timing, verify
+from .mma import to_bf16_bits
 
 # cublasComputeType_t and cudaDataType_t values (cublas_api.h, library_types.h).
 COMPUTE_32F, COMPUTE_32F_FAST_TF32 = 68, 77
@@ -42,13 +43,6 @@ class PrecisionResult:
     @property
     def tflops(self) -> float | None:
         return models.gemm_flops(self.M, self.N, self.K) / self.seconds / 1e12 if self.seconds else None
-
-
-def to_bf16_bits(x: np.ndarray) -> np.ndarray:
-    """FP32 to BF16 (round to nearest even) as uint16 bit patterns: NumPy has no bfloat16 type."""
-    bits = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return rounded.astype(np.uint16)
 
 
 def _device_inputs(cp, X: np.ndarray, dtype: int):

@@ -1,5 +1,5 @@
 """The small kernels that are not GEMMs: chapter 0's probes, chapter 3's deadlock, chapter 4's bank probe,
-and the tensor-core probes that chapter 8 will use (one ``mma.sync``, one ``ldmatrix``).
+and chapter 8's tensor-core probes (one ``mma.sync``, one ``ldmatrix``, and the ``mma.sync`` ceiling).
 
 Each function checks its arguments (:mod:`gemmlab.checks`) before it launches anything.
 """
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import compiler, device, gpu, mma
+from . import compiler, device, gpu, mma, timing
 from .checks import check_block, check_fits, check_grid
-from .compile_units import FMA_CHAINS
+from .compile_units import FMA_CHAINS, MMA_CHAINS
 
 __all__ = ["FMA_CHAINS", "LDMATRIX_IMAGE_BYTES", "SENTINEL", "bank_probe", "barrier_deadlock", "copy", "copy_passes", "fma",
-           "fma_values", "hello_ids", "ldmatrix_registers", "mma_product", "mma_registers", "probe_grid"]
+           "fma_values", "hello_ids", "ldmatrix_registers", "mma_ceiling", "mma_product", "mma_registers", "probe_grid"]
 
 # ---------------------------------------------------------------- chapter 4 probe
 
@@ -202,3 +202,30 @@ def ldmatrix_registers(image, offsets, num: int, trans: bool = False) -> np.ndar
         drv.In(img.view(np.uint32)), np.int32(img.size // 2), drv.In(np.array(offs, np.uint32)), drv.Out(out),
         np.int32(num), np.int32(bool(trans)), block=(mma.WARP, 1, 1), grid=(1, 1, 1))
     return out[:, :num].copy()
+
+
+MMA_CEILINGS = {("m16n8k16", "f16"): (8, 0), ("m16n8k16", "bf16"): (8, 0), ("m16n8k8", "tf32"): (8, 0),
+                ("m16n8k8", "f16"): (7, 5)}
+"""The ``mma_ceiling_*`` probes of ``08_mma_probe.cu`` and the compute capability each needs."""
+def mma_ceiling(shape: str = "m16n8k16", dtype: str = "f16", iters: int = 4096, threads: int = 256) -> float | None:
+    """The tensor cores' rate for one ``mma.sync`` form, in FLOP/s: every SM filled with warps that each run
+    :data:`gemmlab.compile_units.MMA_CHAINS` independent chains of the instruction (the way chapter 0's FMA probe measures the FP32
+    ceiling). None where the kernels are compiled for an architecture without that form."""
+    if (shape, dtype) not in MMA_CEILINGS:
+        raise ValueError(f"no ceiling probe for {shape} {dtype}; there are {sorted(MMA_CEILINGS)}")
+    gpu.cuda()
+    spec = device.current()
+    check_block((threads, 1, 1), spec)
+    from pycuda import gpuarray
+
+    compiled = compiler.load(MMA_PROBES)
+    digits = compiled.arch.split("_")[1]
+    if (int(digits[:-1]), int(digits[-1])) < MMA_CEILINGS[shape, dtype]:
+        return None
+    fn = compiled.function(f"mma_ceiling_{shape}_{dtype}")
+    grid = probe_grid(threads, spec, waves=2)
+    out = gpuarray.zeros(grid[0] * threads, np.float32)
+    t = timing.time_gpu(lambda: fn(out.gpudata, np.int32(iters), block=(threads, 1, 1), grid=grid), repeat=5)
+    m, n, k = mma.instruction(shape, dtype).mnk
+    return grid[0] * threads // 32 * iters * MMA_CHAINS * 2 * m * n * k / t.median_s
+

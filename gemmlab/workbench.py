@@ -6,6 +6,11 @@ page's JavaScript only plays these steps back and adds them up; every count it s
 here, and the CPU tests check these counts against :mod:`gemmlab.models`. :func:`show` renders
 the widget as self-contained HTML (inline CSS, JS and data; no network request) for Jupyter,
 Colab and the book.
+
+Every output carries the style and the script, so that each one works alone (Colab shows every
+output in a frame of its own). Both are marked ``data-page-once``: the script defines
+``window.SMWorkbench`` only once per page, and the book's build (``book/_ext/coursebook.py``)
+keeps only the first copy of each on a page that shows several widgets.
 """
 
 from __future__ import annotations
@@ -171,15 +176,21 @@ class Workbench:
         return page_html(self.payload, self.uid)
 
 
+# The marks on the shared assets; a page needs each of them once (see the module's docstring).
+STYLE_MARK = 'data-page-once="smwb-style"'
+SCRIPT_MARK = 'data-page-once="smwb-script"'
+
+
 def page_html(payload: dict, uid: str) -> str:
-    """The self-contained widget: a container, its CSS, its data and the script that builds it."""
+    """The self-contained widget: a container, its CSS, its data, the script and its mount call."""
     css = (ASSETS / "workbench.css").read_text(encoding="utf-8")
     js = (ASSETS / "workbench.js").read_text(encoding="utf-8")
     blob = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
     return (f'<div class="smwb" id="{uid}" data-workbench="1"><noscript>The Shared Memory Workbench needs '
-            f'JavaScript.</noscript></div>\n<style>{css}</style>\n'
+            f'JavaScript.</noscript></div>\n<style {STYLE_MARK}>{css}</style>\n'
             f'<script type="application/json" id="{uid}-data">{blob}</script>\n'
-            f"<script>{js}\n{_MOUNT % (json.dumps(uid), json.dumps(uid + '-data'))}</script>")
+            f"<script {SCRIPT_MARK}>{js}</script>\n"
+            f"<script>{_MOUNT % (json.dumps(uid), json.dumps(uid + '-data'))}</script>")
 
 
 # Mount on the container just before this script: ids can repeat when a notebook keeps outputs of
@@ -191,6 +202,7 @@ _MOUNT = """(function () {
     if (e.getAttribute && e.getAttribute("data-workbench")) { c = e; break; }
   }
   if (!c || !d) { c = document.getElementById(%s); d = document.getElementById(%s); }
+  if (!window.SMWorkbench) { c.textContent = "The Workbench's script did not load: run the cell again."; return; }
   window.SMWorkbench.mount(c, JSON.parse(d.textContent));
 })();"""
 

@@ -141,3 +141,104 @@ ldmatrix_probe(const unsigned* __restrict__ image, int words, const unsigned* __
     out[4 * lane + 2] = r2;
     out[4 * lane + 3] = r3;
 }
+
+// [ceiling]
+// The tensor cores' ceiling for one instruction, as chapter 0's fma_f32 measures the FP32 one: each warp runs
+// MMA_CHAINS independent accumulators through `iters` rounds of mma.sync, so no instruction waits for the one
+// before it, and writes one sum per lane so that nothing is optimised away. Operands are 1.0 in every element
+// (0x3C00 in FP16, 0x3F80 in BF16, 0x3F800000 in TF32): the sums stay exact. FLOPs per mma: 2 x M x N x K.
+// MMA_CHAINS comes from gemmlab (-DMMA_CHAINS), which counts the FLOPs with it.
+#ifndef MMA_CHAINS
+#error "compile through gemmlab, which passes -DMMA_CHAINS (gemmlab.compile_units.MMA_CHAINS)"
+#endif
+
+#if __CUDA_ARCH__ >= 800
+#define MMA_SM80 true
+#else
+#define MMA_SM80 false
+#endif
+
+// Each warp: `iters` rounds of MMA_CHAINS independent mma.sync of form F (F::run adds one product into c).
+template <typename F>
+__device__ __forceinline__ void mma_ceiling(float* __restrict__ out, int iters)
+{
+    float c[MMA_CHAINS][4] = {};
+    if (F::supported) {
+        for (int i = 0; i < iters; ++i) {
+#pragma unroll
+            for (int ch = 0; ch < MMA_CHAINS; ++ch)
+                F::run(c[ch]);
+        }
+    }
+    float s = 0.0f;
+#pragma unroll
+    for (int ch = 0; ch < MMA_CHAINS; ++ch)
+        s += c[ch][0] + c[ch][1] + c[ch][2] + c[ch][3];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = F::supported ? s : -1.0f;
+}
+
+// The forms: A and B registers hold 1.0 in every element (FP16 0x3C00, BF16 0x3F80, TF32 0x3F800000).
+// `supported` is false where the form needs a newer GPU than the code is compiled for; run is empty there.
+struct K16F16 {
+    static constexpr bool supported = MMA_SM80;
+    __device__ static void run(float (&c)[4])
+    {
+#if __CUDA_ARCH__ >= 800
+        const unsigned a = 0x3C003C00u;
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %4, %4, %4}, {%4, %4}, "
+                     "{%0, %1, %2, %3};" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a));
+#endif
+    }
+};
+struct K16BF16 {
+    static constexpr bool supported = MMA_SM80;
+    __device__ static void run(float (&c)[4])
+    {
+#if __CUDA_ARCH__ >= 800
+        const unsigned a = 0x3F803F80u;
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %4, %4, %4}, {%4, %4}, "
+                     "{%0, %1, %2, %3};" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a));
+#endif
+    }
+};
+struct K8TF32 {
+    static constexpr bool supported = MMA_SM80;
+    __device__ static void run(float (&c)[4])
+    {
+#if __CUDA_ARCH__ >= 800
+        const unsigned a = 0x3F800000u;
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %4, %4, %4}, {%4, %4}, "
+                     "{%0, %1, %2, %3};" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a));
+#endif
+    }
+};
+struct K8F16 {
+    static constexpr bool supported = true;
+    __device__ static void run(float (&c)[4])
+    {
+        const unsigned a = 0x3C003C00u;
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %4}, {%4}, "
+                     "{%0, %1, %2, %3};" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a));
+    }
+};
+
+extern "C" __global__ void mma_ceiling_m16n8k16_f16(float* __restrict__ out, int iters)
+{
+    mma_ceiling<K16F16>(out, iters);
+}
+
+extern "C" __global__ void mma_ceiling_m16n8k16_bf16(float* __restrict__ out, int iters)
+{
+    mma_ceiling<K16BF16>(out, iters);
+}
+
+extern "C" __global__ void mma_ceiling_m16n8k8_tf32(float* __restrict__ out, int iters)
+{
+    mma_ceiling<K8TF32>(out, iters);
+}
+
+extern "C" __global__ void mma_ceiling_m16n8k8_f16(float* __restrict__ out, int iters)
+{
+    mma_ceiling<K8F16>(out, iters);
+}
+// [/ceiling]

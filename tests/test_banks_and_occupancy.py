@@ -165,3 +165,47 @@ def test_fast_kernel_transposing_stores():
         assert all(c.a_offset(k, 0) % 4 == 0 for k in range(c.BK)), "fragment reads must stay 16-byte aligned"
         offsets = {c.a_offset(k, m) for k in range(c.BK) for m in range(c.BM)}
         assert len(offsets) == c.BK * c.BM and max(offsets) < c.a_tile_floats, "the layout is one-to-one and fits"
+
+
+def test_lane_groups_follow_the_128_byte_rule():
+    assert banks.lane_groups([4 * lane for lane in LANES]) == [range(0, 32)]
+    assert banks.lane_groups([16 * lane for lane in LANES], 16) == [range(i, i + 8) for i in (0, 8, 16, 24)]
+    assert banks.lane_groups([8 * lane for lane in LANES], 8) == [range(0, 16), range(16, 32)]
+    assert banks.lane_groups([16 * (lane // 2) for lane in LANES], 16) == [range(i, i + 16) for i in (0, 16)]   # pairs
+    with pytest.raises(ValueError, match="aligned"):
+        banks.lane_groups([4], 8)
+
+
+def test_access_helpers_strided_padded_and_swizzled():
+    assert banks.strided_addresses(3)[:3] == [0, 12, 24] and banks.strided_addresses(2, lanes=4, base=8) == [8, 16, 24, 32]
+    assert banks.tile_addresses(LANES, [5] * 32, 33) == banks.array_addresses(LANES, [5] * 32, 33)
+    for row in range(16):   # a chunk swizzle permutes each row's chunks and keeps a chunk's words together, in order
+        stored = [banks.swizzled_word(row, w, "chunks") for w in range(64)]
+        assert sorted(stored[:32]) == list(range(32)) and sorted(stored[32:]) == list(range(32, 64))
+        assert all(stored[4 * c:4 * c + 4] == list(range(stored[4 * c], stored[4 * c] + 4)) for c in range(16))
+    assert [banks.swizzled_word(r, 8, "chunks") for r in range(9)] == [8, 12, 0, 4, 24, 28, 16, 20, 8]
+    assert [banks.swizzled_word(r, 5, "words") for r in (0, 1, 33)] == [5, 4, 4]
+    assert banks.swizzled_word(3, 7, "none") == 7
+    with pytest.raises(ValueError, match="multiple of 32 words"):
+        banks.tile_addresses([1], [0], 48, "chunks")
+    with pytest.raises(ValueError, match="swizzle must be one of"):
+        banks.swizzled_word(0, 0, "bytes")
+
+
+def test_the_chunk_swizzle_is_chapter_8s():
+    """On rows of 128 and 256 bytes, swizzled_word moves a float's chunk where gemmlab.mma.tile_offset moves the
+    16-bit elements of the same bytes (CUTLASS's Swizzle<3,4,3>)."""
+    from gemmlab import mma
+
+    for row_words in (32, 64):
+        for r in range(16):
+            got = banks.tile_addresses([r] * row_words, range(row_words), row_words, "chunks")
+            assert got == [mma.tile_offset(r, 2 * w, 4 * row_words, swizzle=True) for w in range(row_words)]
+
+
+def test_the_tiled_kernels_instructions_carry_their_addresses():
+    for T in (8, 16, 32):
+        for layout in banks.TILE_LAYOUTS:
+            for ins in banks.tiled_shared_instructions(T, layout):
+                assert len(ins.addresses) == 32 and ins.access_bytes == (16 if ins.opcode == "LDS.128" else 4)
+                assert banks.bank_access(ins.addresses, ins.access_bytes) == ins.access

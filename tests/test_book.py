@@ -106,3 +106,23 @@ def test_colab_launch_buttons_point_to_the_release(built_book, book_config, toc_
             continue
         want = f"{colab}/github/{owner_repo}/blob/{branch}/{d}.ipynb"
         assert want in links, f"{d}.html has no Colab launch link {want}; Colab links found: {links}"
+
+
+def test_workbench_assets_once_per_page(built_book):
+    """A page that shows several Workbenches carries the Workbench's script and style once (each
+    notebook output has its own copy; book/_ext/coursebook.py keeps the first on each page)."""
+    js_head = "/* The Shared Memory Workbench: plays back"
+    css_head = "/* The Shared Memory Workbench. Every rule is scoped"
+    widgets_on = {}
+    bad = []
+    for page in sorted(built_book.html.rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        n = text.count('data-workbench="1"')
+        name = page.relative_to(built_book.html).as_posix()
+        if n:
+            widgets_on[name] = n
+        for what, head in (("script", js_head), ("style", css_head)):
+            if text.count(head) != (1 if n else 0):
+                bad.append(f"{name}: {n} widget(s), the Workbench's {what} {text.count(head)} times")
+    assert widgets_on.get("book/workbench.html", 0) >= 2, f"widgets per page: {widgets_on}"
+    assert not bad, "\n".join(bad)

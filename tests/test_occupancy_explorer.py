@@ -39,20 +39,27 @@ def test_the_html_is_self_contained():
     assert repr(occupancy_explorer.show()).startswith("<Occupancy Calculator: 4 devices")
 
 
-def test_the_stored_page_is_fresh():
-    """book/occupancy.ipynb's stored calculator equals what gemmlab renders now (data, CSS, script), so an
-    edit of the page's JavaScript or of a preset cannot reach the book without re-executing the page."""
+def test_the_stored_calculators_are_fresh():
+    """The calculators stored in book/occupancy.ipynb and chapter 5 equal what gemmlab renders now (presets,
+    rules, CSS, script), so an edit of the page's JavaScript or of a preset cannot reach the book without
+    re-executing them. Chapter 5 adds the GPU that executed it ("this GPU"), which is taken as stored."""
     import json
     from pathlib import Path
 
-    nb = json.loads((Path(__file__).resolve().parent.parent / "book" / "occupancy.ipynb").read_text(encoding="utf-8"))
-    stored = [out["data"]["text/html"] for cell in nb["cells"] for out in cell.get("outputs", [])
-              if 'class="occx"' in "".join(out.get("data", {}).get("text/html", ""))]
-    assert stored, "the page has no stored calculator: execute book/occupancy.ipynb"
-    for html in stored:
-        html = "".join(html)
-        blob = re.search(r'<script type="application/json" id="[^"]+">(.*?)</script>', html, re.S).group(1)
-        start = json.loads(blob.replace("<\\/", "</"))["start"]
-        page = occupancy_explorer.OccupancyCalculator(None, start["threads"], start["registers"], start["shared"])
-        page.uid = re.search(r'<div class="occx" id="([^"]+)"', html).group(1)
-        assert html == page._repr_html_(), "stale calculator output: re-execute book/occupancy.ipynb"
+    root = Path(__file__).resolve().parent.parent
+    for path in (root / "book" / "occupancy.ipynb", root / "chapters" / "05_occupancy.ipynb"):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        stored = ["".join(out["data"]["text/html"]) for cell in nb["cells"] for out in cell.get("outputs", [])
+                  if 'class="occx"' in "".join(out.get("data", {}).get("text/html", ""))]
+        assert stored, f"{path.name} has no stored calculator: execute it"
+        for html in stored:
+            blob = re.search(r'<script type="application/json" id="[^"]+">(.*?)</script>', html, re.S).group(1)
+            payload = json.loads(blob.replace("<\\/", "</"))
+            start = payload["start"]
+            page = occupancy_explorer.OccupancyCalculator(None, start["threads"], start["registers"], start["shared"])
+            own = [p for p in payload["presets"] if p["name"] == "this GPU"]
+            assert {**payload, "presets": [p for p in payload["presets"] if p["name"] != "this GPU"]} == page.payload, \
+                f"stale presets or rules in {path.name}: re-execute it"
+            page.payload = {**page.payload, "presets": own + page.payload["presets"]}
+            page.uid = re.search(r'<div class="occx" id="([^"]+)"', html).group(1)
+            assert html == page._repr_html_(), f"stale calculator output in {path.name}: re-execute it"

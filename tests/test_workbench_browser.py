@@ -15,6 +15,7 @@ go to test-artifacts/.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -253,12 +254,12 @@ def test_renders_every_label(wb, opened):
                    "tier-shared", "reuse-loads-naive", "reuse-loads-tiled", "reuse-factor", "shared-bytes",
                    "mode-naive", "mode-tiled", "tile-size", "reset", "back", "play", "forward"):
         assert wb.root.get_by_test_id(testid).count() == 1, f"no single data-testid={testid!r}"
-    assert wb.root.get_by_test_id("status").get_attribute("aria-live") == "polite"
+    assert wb.root.get_by_test_id("announce").get_attribute("aria-live") == "polite"
     assert wb.root.get_by_test_id("play").get_attribute("aria-pressed") == "false"
     d = wb.payload
     plan = workbench.plan(d["mode"], d["M"], d["N"], d["K"], d["T"])
     gx, gy = plan.grid
-    assert wb.root.locator(".blk[role=button][tabindex='0']").count() == gx * gy
+    assert wb.root.locator("[role=grid] .blk[role=gridcell]").count() == gx * gy
     wb.check(expect(plan, 0), "at load")
     assert wb.thread() == (0, 0)
     if opened.url.endswith("one.html"):        # the widget asks for nothing over the network
@@ -371,7 +372,7 @@ def test_click_a_block_jumps_to_it(wb, opened):
         gx, gy = plan.grid
         b = min(5, gx * gy - 1)
         bx, by = b % gx, b // gx
-        wb.root.get_by_role("button", name=f"block ({bx}, {by})", exact=True).click()
+        wb.root.get_by_role("gridcell", name=f"block ({bx}, {by})", exact=True).click()
         row, col = wb.thread()
         assert (row // plan.T, col // plan.T) == (by, bx), "the followed thread is not in the clicked block"
         start = block_start(plan, b)
@@ -395,12 +396,13 @@ def test_keyboard(wb, opened):
     gx, gy = plan.grid
     bx, by = min(1, gx - 1), min(1, gy - 1)
     b = by * gx + bx
-    block = wb.root.get_by_role("button", name=f"block ({bx}, {by})", exact=True)
+    block = wb.root.get_by_role("gridcell", name=f"block ({bx}, {by})", exact=True)
     block.focus()
     page.keyboard.press("Enter")
     row, col = wb.thread()
     start = block_start(plan, b)
     wb.check(expect(plan, start, row, col), "Enter on a block")
+    wb.root.locator(".smwb-stage").focus()       # in the grid of C the arrows move between blocks
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowLeft")
@@ -442,6 +444,244 @@ def test_keyboard(wb, opened):
     wb.click("forward", 3)
     wb.check(expect(plan, block_start(plan, tb) + 3, r, c), f"following thread ({r}, {c})")
     assert_clean(opened)
+
+
+# ---------------------------------------------------------------- keyboard, screen readers, words
+
+
+def _active_block(page) -> int | None:
+    """data-block of the focused element, if it is a block of C."""
+    return page.evaluate("() => { const e = document.activeElement; return e && e.getAttribute('role') === 'gridcell' "
+                         "? parseInt(e.getAttribute('data-block'), 10) : null; }")
+
+
+def test_grid_of_c_is_one_tab_stop(wb, opened):
+    """The blocks of C are one ARIA grid with a roving tabindex: one Tab in, one Tab out; the arrow
+    keys (Home, End, Ctrl+Home, Ctrl+End) move the focus, which is drawn; Enter or Space selects."""
+    page = opened.page
+    plan = wb.plan()
+    gx, gy = plan.grid
+    assert gx >= 3 and gy >= 2, "the test needs a grid of at least 3×2 blocks"
+    grid = wb.root.locator("[role=grid]")
+    assert grid.count() == 1
+    cells = grid.locator("[role=row] [role=gridcell]")
+    assert cells.count() == gx * gy
+
+    def tab_stops() -> list[int]:
+        return [int(c.get_attribute("data-block")) for c in grid.locator("[role=gridcell][tabindex='0']").all()]
+
+    assert tab_stops() == [0], "the grid of C must be a single Tab stop (one block with tabindex=0)"
+    assert grid.locator("[role=gridcell][tabindex='-1']").count() == gx * gy - 1
+
+    ring = wb.root.get_by_test_id("grid-focus")
+    wb.root.locator(".smwb-stage").focus()
+    page.keyboard.press("Tab")
+    assert _active_block(page) == 0, "Tab from the figure did not land on the block on show"
+    assert ring.is_visible(), "the focused block is not drawn as focused"
+    box, cell = ring.bounding_box(), cells.nth(0).bounding_box()
+    assert abs(box["x"] - cell["x"]) < 4 and abs(box["width"] - cell["width"]) < 6, (box, cell)
+    page.keyboard.press("Tab")
+    assert _active_block(page) is None and not grid.evaluate("g => g.contains(document.activeElement)"), \
+        "one Tab did not leave the grid of C"
+    assert not ring.is_visible()
+    page.keyboard.press("Shift+Tab")
+    assert _active_block(page) == 0
+
+    moves = [("ArrowLeft", 0), ("ArrowUp", 0), ("ArrowRight", 1), ("ArrowDown", gx + 1), ("End", 2 * gx - 1),
+             ("Home", gx), ("Control+End", gx * gy - 1), ("Control+Home", 0), ("ArrowRight", 1)]
+    for key, want in moves:
+        page.keyboard.press(key)
+        assert _active_block(page) == want, f"{key}: focus on block {_active_block(page)}, expected {want}"
+        assert tab_stops() == [want], f"{key}: the Tab stop did not follow the focus"
+        assert wb.step() == 0, f"{key} in the grid of C stepped the animation"
+        box, cell = ring.bounding_box(), cells.nth(want).bounding_box()
+        assert abs(box["x"] - cell["x"]) < 4 and abs(box["y"] - cell["y"]) < 4, f"{key}: the ring is elsewhere"
+
+    page.keyboard.press("Enter")
+    wb.check(expect(plan, block_start(plan, 1), *wb.thread()), "Enter on block 1")
+    assert cells.nth(1).get_attribute("aria-selected") == "true"
+    assert grid.locator("[aria-selected='true']").count() == 1
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press(" ")
+    assert wb.text("blocks-done") == f"{gx + 1}/{gx * gy}", "Space did not select the focused block"
+    assert cells.nth(gx + 1).get_attribute("aria-selected") == "true"
+
+    # after the reader moves on elsewhere, Tab comes back to the block on show
+    page.keyboard.press("Tab")
+    wb.click("reset")
+    wb.root.locator(".smwb-stage").focus()
+    page.keyboard.press("Tab")
+    assert _active_block(page) == 0 and tab_stops() == [0]
+    assert_clean(opened)
+
+
+# every element of the widget that a screen reader treats (or might treat) as a live region
+_WATCH_LIVE = """root => {
+    const regions = [...root.querySelectorAll('[aria-live], [role=status], [role=alert], [role=log]')];
+    window.__smwbLive = [];
+    const ob = new MutationObserver(rs => rs.forEach(r => {
+        const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+        window.__smwbLive.push(el.closest('[data-testid]') ? el.closest('[data-testid]').dataset.testid : '?');
+    }));
+    regions.forEach(el => ob.observe(el, {childList: true, characterData: true, subtree: true}));
+    window.__smwbObserver = ob;
+    return regions.map(e => e.dataset.testid || e.className);
+}"""
+
+
+def test_live_region_is_quiet_during_play(wb, opened):
+    """Single steps are announced; during Play nothing is, and Play says once why it stopped."""
+    page = opened.page
+    regions = wb.root.evaluate(_WATCH_LIVE)
+    assert regions, "the widget has no live region"
+
+    def heard() -> list:
+        return page.evaluate("() => { const h = window.__smwbLive; window.__smwbLive = []; return h; }")
+
+    def spoken() -> list[str]:
+        return wb.root.evaluate("root => [...root.querySelectorAll('[aria-live], [role=status]')]"
+                                ".filter(e => e.getAttribute('aria-live') !== 'off').map(e => e.textContent)")
+
+    wb.click("forward")
+    assert heard(), "a single step was not announced"
+    assert wb.text("status") in spoken()
+    wb.click("back")
+    assert heard() and wb.text("status") in spoken()
+
+    wb.root.get_by_test_id("speed").evaluate("el => { el.value = el.max; el.dispatchEvent(new Event('input')); }")
+    play = wb.root.get_by_test_id("play")
+    play.click()
+    page.wait_for_function("el => parseInt(el.textContent.replace(/,/g, '')) >= 8",
+                           arg=wb.root.get_by_test_id("step").element_handle())
+    during = heard()
+    assert not during, f"the live region spoke {len(during)} times during Play"
+    assert regions == ["announce"], f"live regions in the widget: {regions}"
+    status = wb.root.get_by_test_id("status")
+    assert status.get_attribute("aria-live") in (None, "off") and status.get_attribute("role") is None
+    announce = wb.root.get_by_test_id("announce")
+    play.click()
+    after = heard()
+    assert after, "pausing Play said nothing"
+    said = announce.text_content()
+    assert said.startswith(f"Paused at step {wb.step():,} of ") and said.endswith(wb.text("status")), said
+    page.wait_for_timeout(300)
+    assert not heard(), "the live region spoke after the pause"
+
+    # Play to the end: quiet on the way, one announcement at the end
+    wb.root.get_by_test_id("mode-tiled").check()
+    wb.root.get_by_test_id("tile-size").select_option(str(max(wb.payload["tiles"])))
+    plan = wb.plan()
+    heard()
+    play.click()
+    page.wait_for_function("el => el.getAttribute('aria-pressed') === 'false'", arg=play.element_handle(),
+                           timeout=max(TIMEOUT_MS, 200 * plan.totals()["steps"]))
+    page.wait_for_timeout(100)
+    said = announce.text_content()
+    assert said.startswith("Played to the end"), said
+    assert len(set(heard())) == 1, "Play to the end announced more than once"
+    assert_clean(opened)
+
+
+# A count and a noun that disagree: "1 blocks", "the 1 block", "2 thread" and the like.
+_NOUNS = r"(?:block|thread|load request|shared read|request|read|load|step|row|element|phase|tile|value)"
+_SINGULAR = r"(?:block|thread|load request|shared read|step|row|element|phase|tile|value)(?![\w-]| request| read)"
+_BAD_GRAMMAR = [
+    re.compile(rf"(?<![\d.,/×])\b1 {_NOUNS}s\b"),
+    re.compile(rf"(?<![\d.,/×])\b(?:0|[2-9]|[1-9]\d+|\d{{1,3}}(?:,\d{{3}})+) {_SINGULAR}"),
+    re.compile(r"\bthe 1 \w+"),
+    re.compile(r"\b(?:block|thread|request|read|tile) (?:before it |in it )?are\b"),
+    re.compile(r"\b(?:blocks|threads|requests|reads|tiles) (?:before it |in it )?is\b"),
+]
+
+
+def _all_words(w: Widget) -> str:
+    """Every sentence the widget shows or says: its text, the live region, labels and SVG titles."""
+    return w.root.evaluate("""root => [root.innerText, root.querySelector('[data-testid=announce]').textContent,
+        ...[...root.querySelectorAll('[aria-label]')].map(e => e.getAttribute('aria-label')),
+        ...[...root.querySelectorAll('[aria-valuetext]')].map(e => e.getAttribute('aria-valuetext')),
+        ...[...root.querySelectorAll('svg text')].map(e => e.textContent)].join('\\n')""")
+
+
+def test_counts_agree_with_their_nouns(wb, opened):
+    """"the block before it is done", "the 2 blocks before it are done"; no "1 blocks" anywhere."""
+    plan = wb.plan()
+    gx, gy = plan.grid
+    wb.root.locator(".blk[data-block='1']").click()
+    assert wb.text("status") == "Block (1, 0) is next; the block before it is done."
+    wb.root.locator(".blk[data-block='2']").click()
+    assert wb.text("status") == "Block (2, 0) is next; the 2 blocks before it are done."
+
+    bad = []
+    for mode in ("naive", "tiled"):
+        wb.root.get_by_test_id(f"mode-{mode}").check()
+        for T in wb.payload["tiles"]:
+            wb.root.get_by_test_id("tile-size").select_option(str(T))
+            p = wb.plan()
+            kinds = len(p.templates[p.block_template[0]])
+            texts = [_all_words(wb)]
+            for _ in range(min(kinds, 6)):
+                wb.click("forward")
+                texts.append(_all_words(wb))
+            for b in sorted({1, 2, p.grid[0] * p.grid[1] - 1}):
+                if b < p.grid[0] * p.grid[1]:
+                    wb.root.locator(f".blk[data-block='{b}']").click()
+                    texts.append(_all_words(wb))
+            for text in texts:
+                for rx in _BAD_GRAMMAR:
+                    bad += [f"{mode}, T = {T}: …{text[max(0, m.start() - 40):m.end() + 20]!r}…"
+                            for m in rx.finditer(text)]
+    assert not bad, "counts that disagree with their nouns:\n" + "\n".join(sorted(set(bad))[:20])
+    assert_clean(opened)
+
+
+PHONE_390 = {"width": 390, "height": 844}
+
+
+def test_phone_controls_stay_next_to_the_panels(browser, page_url, offline_routes):
+    """At 390×844 the widget is long: wherever a panel that the controls drive is on screen, the
+    buttons, the tile size and the kernel are on screen with it (a sticky bar), uncovered."""
+    o = Opened(browser, page_url, offline_routes, PHONE_390)
+    try:
+        w = first_widget(o)
+        height = w.root.bounding_box()["height"]
+        bar = w.root.get_by_test_id("control-bar")
+        if bar.count():
+            assert bar.bounding_box()["height"] <= 0.25 * PHONE_390["height"], "the control bar takes over the screen"
+        controls = ["forward", "back", "play", "reset", "tile-size", "mode-tiled", "step"]
+        panels = {"matrices": ".smwb-fig-matrices", "block": ".smwb-fig-block", "tiers": ".smwb-tiers",
+                  "reuse": "[data-testid=reuse]", "note": "[data-testid=mode-note]"}
+        far = []
+        for name, sel in panels.items():
+            panel = w.root.locator(sel)
+            # the panel's top a third of the way down the screen, as a reader scrolling to it sees it
+            o.page.evaluate("([el, h]) => window.scrollTo(0, el.getBoundingClientRect().top + scrollY - h / 3)",
+                            [panel.element_handle(), PHONE_390["height"]])
+            o.page.wait_for_timeout(50)
+            p = panel.bounding_box()
+            assert p["y"] < PHONE_390["height"] and p["y"] + p["height"] > 0, f"{name} is not on screen"
+            for c in controls:
+                el = w.root.get_by_test_id(c)
+                b = el.bounding_box()
+                inside = b and b["y"] >= 0 and b["y"] + b["height"] <= PHONE_390["height"]
+                on_top = inside and el.evaluate("""(e) => { const r = e.getBoundingClientRect();
+                    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+                    return !!hit && (hit === e || e.contains(hit) || (e.labels && [...e.labels].some(l => l.contains(hit)))
+                                      || hit.contains(e)); }""")
+                if not on_top:
+                    far.append(f"{c} while {name} is on screen (control at {b and round(b['y'])} px, "
+                               f"{name} at {round(p['y'])} px)")
+        # and it drives them from there: a step while the memory tiers are on screen
+        o.page.evaluate("el => window.scrollTo(0, el.getBoundingClientRect().top + scrollY - 300)",
+                        w.root.locator(".smwb-tiers").element_handle())
+        before = w.step()
+        w.root.get_by_test_id("forward").click(no_wait_after=True)
+        assert w.step() == before + 1
+        assert not far, (f"the widget is {height:.0f} px tall at 390 px; controls off screen or covered:\n"
+                         + "\n".join(far))
+        assert o.page.evaluate("document.scrollingElement.scrollWidth") <= PHONE_390["width"] + 1
+        assert_clean(o)
+    finally:
+        o.close()
 
 
 def test_screenshots_and_phone_width(browser, page_url, artifacts, offline_routes):
@@ -551,7 +791,7 @@ def test_two_widgets_keep_apart(browser, standalone_site, artifacts, offline_rou
 
         # edge blocks: idle threads and zero padding in the second widget (13×10, T = 4)
         gx, gy = p2.grid
-        second.root.get_by_role("button", name=f"block ({gx - 1}, {gy - 1})", exact=True).click()
+        second.root.get_by_role("gridcell", name=f"block ({gx - 1}, {gy - 1})", exact=True).click()
         second.click("forward", 5)      # phase 2's load: k = 4..7 with K = 7, so one column is padding
         assert second.root.locator(".threads .th.idle").count() > 0
         assert second.root.locator("[data-testid='s_A'] .sh-cell.pad").count() > 0

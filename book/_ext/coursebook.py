@@ -5,6 +5,10 @@
   (``app.add_js_file(None, body=...)`` during the build). sphinx-thebe 0.3.1 adds
   ``const THEBE_JS_URL = ...`` that way, so every page threw "Identifier 'THEBE_JS_URL' has
   already been declared" in the browser. Each page keeps the first copy of each script.
+- A notebook output may carry a ``<style>`` or ``<script>`` marked ``data-page-once="NAME"`` that
+  every output of its kind needs (the Workbench's, ``gemmlab.workbench``): each output keeps
+  its own copy, so that it works alone in Jupyter and Colab, and each page of the book keeps only
+  the first copy of each NAME.
 - Launch buttons (Colab) only on notebooks with the course's setup cell (tag ``colab-setup``): a
   notebook without it (the Workbench) could not import ``gemmlab`` on Colab, so it offers no button.
 """
@@ -12,8 +16,11 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
+
+from docutils import nodes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,6 +44,26 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
     scripts[:] = unique
 
 
+_ONCE = re.compile(r'<(style|script)\b[^>]*\bdata-page-once="([^"]+)"[^>]*>.*?</\1>\n?', re.S)
+
+
+def _assets_once_per_page(app, doctree, docname):
+    seen: set[str] = set()
+
+    def keep_first(m: re.Match) -> str:
+        if m.group(2) in seen:
+            return ""
+        seen.add(m.group(2))
+        return m.group(0)
+
+    for raw in list(doctree.findall(nodes.raw)):
+        if "html" not in raw.get("format", "").split() or "data-page-once" not in raw.astext():
+            continue
+        text = _ONCE.sub(keep_first, raw.astext())
+        if text != raw.astext():
+            raw.replace_self(nodes.raw(text, text, **raw.attributes))
+
+
 def _has_setup_cell(path: Path) -> bool:
     cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
     return any("colab-setup" in c.get("metadata", {}).get("tags", []) for c in cells)
@@ -53,5 +80,6 @@ def setup(app):
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("doctree-resolved", _assets_once_per_page)
     app.connect("html-page-context", _launch_only_with_setup, priority=600)   # after the theme's (501)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

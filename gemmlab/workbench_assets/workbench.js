@@ -69,6 +69,12 @@
   function num(v) { return v < 0 ? '\u2212' + String(-v) : String(v); }    // a real minus sign
   function par(v) { return v < 0 ? '(' + num(v) + ')' : String(v); }
 
+  // A count and its noun, in agreement: "1 block", "2 blocks", "1 load request".
+  function plural(n, one, many) { return fmt(n) + ' ' + (n === 1 ? one : (many || one + 's')); }
+
+  // The k of a step: "k = 4" for one, "k = 4…7" for a range [k0, k1).
+  function kRange(k0, k1) { return k1 - 1 <= k0 ? 'k = ' + k0 : 'k = ' + k0 + '\u2026' + (k1 - 1); }
+
   function bytes(n) {
     if (n >= 1024 && n % 1024 === 0) return fmt(n) + ' B (' + fmt(n / 1024) + ' KB)';
     return fmt(n) + ' B';
@@ -96,7 +102,10 @@
       pos: 0,            // steps played so far, over the whole launch (a global step index)
       focus: 0,          // the block on show: the block of the last step played, or the one jumped to
       row: 0, col: 0,    // the followed thread, by its element of C
-      playing: false, timer: null, speed: 4
+      playing: false, timer: null, speed: 4,
+      said: '',          // what the live region last announced
+      note: '',          // said once before the next announcement (why Play stopped)
+      cursor: 0          // the block of C that holds the grid's one Tab stop (roving tabindex)
     };
     var P = null;        // the current plan with its prefix sums
     var ui = {};         // elements that render() updates
@@ -208,7 +217,10 @@
 
     function tick() {
       if (!container.isConnected) { stop(); return; }
-      if (!advance() || st.pos >= P.total) stop();
+      if (!advance() || st.pos >= P.total) {
+        stop();
+        st.note = 'Played to the end: all ' + plural(P.total, 'step') + '.';
+      }
       render();
     }
 
@@ -224,7 +236,12 @@
       render();
     }
 
-    function togglePlay() { if (st.playing) { stop(); render(); } else play(); }
+    function togglePlay() {
+      if (!st.playing) { play(); return; }
+      stop();
+      st.note = 'Paused at step ' + fmt(st.pos) + ' of ' + fmt(P.total) + '.';
+      render();
+    }
 
     function jumpTo(b) {
       stop();
@@ -338,29 +355,40 @@
     ui.rowIn.setAttribute('max', M - 1);
     ui.colIn.setAttribute('max', N - 1);
 
-    var controls = h('div', { class: 'smwb-controls' },
+    ui.step = h('span', { 'data-testid': 'step' }, '0/0');
+    // The controls that drive the figures and the panels below them: one compact bar that stays in
+    // view (position: sticky) while the reader scrolls through the widget, on a phone as well.
+    var bar = h('div', { class: 'smwb-controlbar', role: 'group', 'aria-label': 'Workbench controls',
+                         'data-testid': 'control-bar' },
       h('fieldset', { class: 'smwb-mode', role: 'radiogroup', 'aria-label': 'Kernel' },
         h('legend', null, 'Kernel'), radio('naive', 'Naive'), radio('tiled', 'Tiled')),
-      h('div', { class: 'smwb-field' }, h('label', { for: id('tile') }, 'Block / tile T\u00d7T'), tileSel),
+      h('div', { class: 'smwb-field' },
+        h('label', { for: id('tile') }, h('span', { class: 'smwb-wide' }, 'Block / tile '), 'T\u00d7T'), tileSel),
       h('div', { class: 'smwb-buttons', role: 'group', 'aria-label': 'Playback' },
         ui.reset, ui.back, ui.play, ui.forward),
+      h('span', { class: 'smwb-stepcount' }, h('span', { class: 'smwb-wide' }, 'step '), ui.step));
+
+    var controls = h('div', { class: 'smwb-controls' },
       h('div', { class: 'smwb-field smwb-speed' }, h('label', { for: id('speed') }, 'Speed'), speed, speedOut),
       h('div', { class: 'smwb-field smwb-thread', role: 'group', 'aria-labelledby': id('thread-label') },
         h('span', { class: 'smwb-thread-label', id: id('thread-label') }, 'Followed thread:'),
         h('span', { class: 'smwb-pair' }, h('label', { for: id('row'), class: 'smwb-mini' }, 'row'), ui.rowIn),
         h('span', { class: 'smwb-pair' }, h('label', { for: id('col'), class: 'smwb-mini' }, 'col'), ui.colIn)));
 
-    ui.step = h('span', { 'data-testid': 'step' }, '0/0');
-    ui.status = h('p', { class: 'smwb-status', role: 'status', 'aria-live': 'polite', 'data-testid': 'status',
-                         id: id('status') });
-    var statusBar = h('div', { class: 'smwb-statusbar' },
-      h('span', { class: 'smwb-stepcount' }, 'step ', ui.step), ui.status);
+    // What the step on show does, in words. The sentence on the page changes with every step; the
+    // live region beside it (for screen readers, not shown) says it only when the reader moves one
+    // step, jumps, or changes a setting, and once when Play stops: never at every step of Play.
+    ui.status = h('p', { class: 'smwb-status', 'data-testid': 'status', id: id('status') });
+    ui.announce = h('p', { class: 'smwb-sr', role: 'status', 'aria-live': 'polite', 'aria-atomic': 'true',
+                           'data-testid': 'announce' });
+    var statusBar = h('div', { class: 'smwb-statusbar' }, ui.status, ui.announce);
 
     ui.matrices = h('div', { class: 'smwb-fig smwb-fig-matrices' });
     ui.blockFig = h('div', { class: 'smwb-fig smwb-fig-block' });
     var stage = h('div', { class: 'smwb-stage', tabindex: '0', id: id('stage'), role: 'group',
                            'aria-label': 'Workbench figure. Right arrow: step forward; left arrow: step back; ' +
-                                         'P or Space: play or pause. Tab reaches the blocks of C.' },
+                                         'P or Space: play or pause. Tab reaches the grid of blocks of C: ' +
+                                         'arrow keys move in it, Enter or Space selects a block.' },
       ui.matrices, ui.blockFig);
 
     ui.note = h('div', { class: 'smwb-note', 'data-testid': 'mode-note' });
@@ -405,7 +433,7 @@
         h('dt', null, 'Global loads per block'),
         h('dd', null, 'naive ', ui.rNaive, ' \u00b7 tiled ', ui.rTiled),
         h('dt', null, 'Reuse factor'),
-        h('dd', null, ui.rFactor, '\u00d7 fewer global loads with the tiles'),
+        h('dd', null, ui.rFactor, '\u00d7 (global loads, naive \u00f7 tiled)'),
         h('dt', null, 'Shared memory per block'),
         h('dd', null, ui.rBytesFormula, ' = ', ui.rBytes, ' B', ui.rBytesKB),
         h('dt', null, 'Whole launch'),
@@ -467,7 +495,7 @@
         h('li', null, 'Here the blocks run one after another. A GPU runs many blocks at the same time, and the ' +
           'warps of a block interleave; the order of the steps within one thread is what the model keeps.')));
 
-    container.appendChild(h('div', { class: 'smwb-root' }, defs, heading, controls, statusBar, stage, ui.note,
+    container.appendChild(h('div', { class: 'smwb-root' }, defs, heading, bar, controls, statusBar, stage, ui.note,
       tiers, h('div', { class: 'smwb-panels' }, reuse, legend), caveats));
 
     // ---------------------------------------------------------------- the matrices (SVG)
@@ -485,7 +513,7 @@
 
       var svg = s('svg', { class: 'smwb-svg', viewBox: '0 0 ' + W.toFixed(1) + ' ' + H.toFixed(1), role: 'group',
                            'aria-label': 'Matrices: B (K\u00d7N) on top, A (M\u00d7K) on the left, C (M\u00d7N) in ' +
-                           P.gx * P.gy + ' blocks of ' + T + '\u00d7' + T + ' threads',
+                           plural(P.gx * P.gy, 'block') + ' of ' + T + '\u00d7' + T + ' threads',
                            style: '--sw:' + sw });
 
       // labels
@@ -533,13 +561,20 @@
       svg.appendChild(s('rect', { class: 'mat-frame', x: xA, y: yC, width: aW, height: M * c }));
       svg.appendChild(s('rect', { class: 'mat-frame', x: xC, y: yB, width: N * c, height: bH }));
 
-      // C, block by block: each block is a button; its elements select a thread
-      var gC = s('g', { class: 'mat mat-c' });
+      // C, block by block, as one ARIA grid (a row of blocks per blockIdx.y) with a single Tab stop:
+      // the arrow keys move between blocks, Enter or Space selects one; its elements select a thread.
+      // (tabindex -1: Chromium would otherwise make an SVG grid a Tab stop of its own)
+      var gC = s('g', { class: 'mat mat-c', role: 'grid', tabindex: '-1', 'aria-rowcount': gy, 'aria-colcount': gx,
+                        'aria-label': 'Blocks of C, ' + plural(gy, 'row') + ' of ' + plural(gx, 'block') });
+      ui.grid = gC;
       ui.blocks = [];
       for (var by = 0; by < gy; by++) {
+        var gRow = s('g', { role: 'row', 'aria-rowindex': by + 1 });
+        gC.appendChild(gRow);
         for (var bx = 0; bx < gx; bx++) {
           var b = by * gx + bx;
-          var g = s('g', { class: 'blk', tabindex: '0', role: 'button', 'data-block': b,
+          var g = s('g', { class: 'blk', tabindex: b === 0 ? '0' : '-1', role: 'gridcell', 'data-block': b,
+                           'aria-colindex': bx + 1, 'aria-selected': 'false',
                            'aria-label': 'block (' + bx + ', ' + by + ')' });
           g.appendChild(s('title', null, 'block (' + bx + ', ' + by + ')'));
           for (var ty = 0; ty < T; ty++) {
@@ -557,9 +592,10 @@
           g.appendChild(s('rect', { class: 'blk-frame', x: xC + bx * T * c, y: yC + by * T * c,
                                     width: T * c, height: T * c }));
           ui.blocks.push(g);
-          gC.appendChild(g);
+          gRow.appendChild(g);
         }
       }
+      st.cursor = 0;
       svg.appendChild(gC);
       svg.appendChild(s('rect', { class: 'mat-frame', x: xC, y: yC, width: N * c, height: M * c }));
       ui.doneShown = 0;
@@ -579,11 +615,38 @@
       });
       gC.addEventListener('keydown', function (ev) {
         var g = ev.target.closest ? ev.target.closest('.blk') : null;
-        if (!g || (ev.key !== 'Enter' && ev.key !== ' ' && ev.key !== 'Spacebar')) return;
+        if (!g || ev.altKey || ev.metaKey) return;
+        var b = parseInt(g.getAttribute('data-block'), 10), bx = b % P.gx, by = Math.floor(b / P.gx);
+        var to = null;
+        if (ev.key === 'Enter' || ev.key === ' ' || ev.key === 'Spacebar') {
+          ev.preventDefault();
+          ev.stopPropagation();
+          jumpTo(b);
+          return;
+        }
+        if (ev.key === 'ArrowRight') to = by * P.gx + Math.min(P.gx - 1, bx + 1);
+        else if (ev.key === 'ArrowLeft') to = by * P.gx + Math.max(0, bx - 1);
+        else if (ev.key === 'ArrowDown') to = Math.min(P.gy - 1, by + 1) * P.gx + bx;
+        else if (ev.key === 'ArrowUp') to = Math.max(0, by - 1) * P.gx + bx;
+        else if (ev.key === 'Home') to = ev.ctrlKey ? 0 : by * P.gx;
+        else if (ev.key === 'End') to = ev.ctrlKey ? P.nb - 1 : by * P.gx + P.gx - 1;
+        else if (ev.key === 'PageUp') to = bx;
+        else if (ev.key === 'PageDown') to = (P.gy - 1) * P.gx + bx;
+        if (to === null) return;
         ev.preventDefault();
-        ev.stopPropagation();
-        jumpTo(parseInt(g.getAttribute('data-block'), 10));
+        ev.stopPropagation();            // the arrows move in the grid here; they do not step
+        setCursor(to);
+        ui.blocks[to].focus();
       });
+      gC.addEventListener('focusin', function (ev) {
+        var g = ev.target.closest ? ev.target.closest('.blk') : null;
+        if (!g) return;
+        setCursor(parseInt(g.getAttribute('data-block'), 10));
+        var visible = true;
+        try { visible = g.matches(':focus-visible'); } catch (e) { visible = true; }
+        showFocus(visible ? st.cursor : null);
+      });
+      gC.addEventListener('focusout', function () { showFocus(null); });
 
       // overlays (drawn over the cells, never catching the pointer)
       var ov = s('g', { class: 'overlays', 'aria-hidden': 'true' });
@@ -596,6 +659,10 @@
         ov.appendChild(rect);
       });
       ui.ov.selThread.setAttribute('rx', c / 2);
+      // the keyboard focus in the grid of C: a thick double ring, drawn over everything else
+      ui.ov.focus = s('g', { class: 'ov-focus', 'data-testid': 'grid-focus', display: 'none' },
+        s('rect', { class: 'ov-focus-out' }), s('rect', { class: 'ov-focus-in' }));
+      ov.appendChild(ui.ov.focus);
       ui.kLabel = s('text', { class: 'lbl lbl-k', x: 0, y: 0 }, '');
       ov.appendChild(ui.kLabel);
       svg.appendChild(ov);
@@ -622,6 +689,26 @@
       rect.removeAttribute('display');
       rect.setAttribute('x', x); rect.setAttribute('y', y);
       rect.setAttribute('width', w); rect.setAttribute('height', hgt);
+    }
+
+    // The grid of C keeps one Tab stop (tabindex 0), on block b; every other block has -1.
+    function setCursor(b) {
+      if (ui.blocks[st.cursor] && st.cursor !== b) ui.blocks[st.cursor].setAttribute('tabindex', '-1');
+      st.cursor = b;
+      if (ui.blocks[b]) ui.blocks[b].setAttribute('tabindex', '0');
+    }
+
+    // Ring block b (null: none) as the keyboard focus.
+    function showFocus(b) {
+      var ring = ui.ov.focus;
+      if (b === null || b === undefined) { ring.setAttribute('display', 'none'); return; }
+      var L = ui.L, w = P.T * L.c, x = L.xC + (b % P.gx) * w, y = L.yC + Math.floor(b / P.gx) * w;
+      var o = ring.firstChild, i = ring.lastChild;
+      o.setAttribute('x', x - 1.5); o.setAttribute('y', y - 1.5);
+      o.setAttribute('width', w + 3); o.setAttribute('height', w + 3);
+      i.setAttribute('x', x + 1.5); i.setAttribute('y', y + 1.5);
+      i.setAttribute('width', Math.max(0, w - 3)); i.setAttribute('height', Math.max(0, w - 3));
+      ring.removeAttribute('display');
     }
 
     // ---------------------------------------------------------------- the block panel (SVG)
@@ -732,8 +819,7 @@
       ui.rBytesFormula.textContent = '2\u00b7' + T + '\u00b2\u00b74 B';
       ui.rBytesKB.textContent = r.shared_bytes >= 1024 ? ' (' + fmt(r.shared_bytes / 1024) + ' KB)' : '';
       ui.rWhole.textContent = fmt(r.naive_global_loads) + ' naive vs ' + fmt(r.tiled_global_loads) +
-        ' tiled global load requests, ' + fmt(r.blocks) + ' block' + (r.blocks > 1 ? 's' : '') + ' of ' +
-        fmt(r.threads_per_block) + ' thread' + (r.threads_per_block > 1 ? 's' : '');
+        ' tiled global load requests, ' + plural(r.blocks, 'block') + ' of ' + plural(r.threads_per_block, 'thread');
       var top = 1;
       data.tiles.forEach(function (t) { top = Math.max(top, data.reuse[String(t)].reuse); });
       ui.rBars.textContent = '';
@@ -751,8 +837,9 @@
       var at = 'Block (' + f.bx + ', ' + f.by + ')';
       if (!f.step) {
         if (st.pos === 0) return 'Ready. ' + at + ' runs first: press Step forward or Play.';
-        return at + ' is next; the ' + fmt(blocksDone()) + ' block' + (blocksDone() === 1 ? '' : 's') +
-          ' before it are done.';
+        var before = blocksDone();
+        return at + ' is next; ' + (before === 1 ? 'the block before it is done.' :
+          'the ' + plural(before, 'block') + ' before it are done.');
       }
       var x = f.step, inBlock = th.b === f.b;
       if (x.kind === 'k') {
@@ -760,26 +847,29 @@
           ',' + th.c + '] from global memory' : 'each thread loads A[row,' + x.k0 + '] and B[' + x.k0 +
           ',col] from global memory';
         return at + ', k = ' + x.k0 + ': ' + who + ', multiply-adds into acc and drops them (' +
-          fmt(x.global) + ' load requests in this block).';
+          plural(x.global, 'load request') + ' in this block).';
       }
       if (x.kind === 'write') {
         return at + ': every thread inside C stores its acc to C' + (st.mode === 'tiled' ? ' (after the last phase)' : '') +
           '; the block is done.';
       }
       var ph = at + ', phase ' + (x.phase + 1) + ' of ' + P.phases + ': ';
-      var range = 'k = ' + x.k0 + '\u2026' + (x.k1 - 1);
+      var range = kRange(x.k0, x.k1);
       if (x.kind === 'load') {
         return ph + 'load the A and B tiles (' + range + ') from global memory into s_A and s_B (' +
-          fmt(x.global) + ' load requests; positions outside A or B get 0).';
+          plural(x.global, 'load request') + '; positions outside A or B get 0).';
       }
       if (x.kind === 'compute') {
         return ph + 'compute from s_A and s_B: every thread multiply-adds its row of s_A with its column of s_B (' +
-          fmt(x.shared) + ' shared reads in this block).';
+          plural(x.shared, 'shared read') + ' in this block).';
       }
       if (x.kind === 'sync') {
         var first = f.si % 4 === 1;
-        return ph + '__syncthreads(): every thread waits ' + (first ? 'until both tiles are complete in shared memory.'
-          : 'until all have finished reading, so that no tile is overwritten while still in use.');
+        var one = P.T * P.T === 1;
+        return ph + '__syncthreads(): ' + (one ? 'the block\u2019s one thread waits ' : 'every thread waits ') +
+          (first ? 'until both tiles are complete in shared memory.'
+                 : (one ? 'until it has' : 'until all have') + ' finished reading, so that no tile is ' +
+                   'overwritten while still in use.');
       }
       return at + '.';
     }
@@ -818,10 +908,14 @@
       for (var b = lo; b < hi; b++) ui.blocks[b].classList.toggle('done', b < done);
       ui.doneShown = done;
       if (ui.focusShown !== f.b) {
-        if (ui.focusShown !== undefined && ui.blocks[ui.focusShown]) ui.blocks[ui.focusShown].classList.remove('focus');
+        var old = ui.focusShown !== undefined ? ui.blocks[ui.focusShown] : null;
+        if (old) { old.classList.remove('focus'); old.setAttribute('aria-selected', 'false'); }
         ui.blocks[f.b].classList.add('focus');
+        ui.blocks[f.b].setAttribute('aria-selected', 'true');
         ui.focusShown = f.b;
       }
+      // Tab into the grid lands on the block on show, unless the keyboard is in the grid already
+      if (!ui.grid.contains(document.activeElement)) setCursor(f.b);
       ui.blocksDone.textContent = done + '/' + P.nb;
     }
 
@@ -859,7 +953,7 @@
       var cap = {
         k: 'loading A and B from global memory',
         load: 'copying one element of A and one of B each',
-        sync: 'all ' + T * T + ' wait at the barrier',
+        sync: T * T === 1 ? 'its one thread waits at the barrier' : 'all ' + T * T + ' wait at the barrier',
         compute: 'reading s_A and s_B',
         write: 'storing acc to C'
       }[kind] || (f.j >= f.t.n ? 'finished' : 'not started');
@@ -907,7 +1001,7 @@
           else place(sh.read, sh.x + th.tx * gm2.gc, gm2.ySh, gm2.gc, gm2.G);
         } else place(sh.read, 0, 0, 0, 0);
         sh.cap.textContent = !tiled ? 'not used (naive)' :
-          tile ? 'k = ' + tile.k0 + '\u2026' + (tile.k1 - 1) + (pads ? ' \u00b7 ' + pads + ' padded with 0' : '') :
+          tile ? kRange(tile.k0, tile.k1) + (pads ? ' \u00b7 ' + pads + ' padded with 0' : '') :
           'empty until the first load';
         fit(sh.cap, ui.shGeom.capW);
       });
@@ -924,7 +1018,7 @@
             num(th.last.delta) + ' (k = ' + ls.k0 + ')';
         } else {
           ui.regOp.textContent = 'last: + \u03a3 s_A[' + th.ty + '][j]\u00b7s_B[j][' + th.tx + ']';
-          ui.regOp2.textContent = '= ' + num(th.last.delta) + ' (k = ' + ls.k0 + '\u2026' + (ls.k1 - 1) + ')';
+          ui.regOp2.textContent = '= ' + num(th.last.delta) + ' (' + kRange(ls.k0, ls.k1) + ')';
         }
       }
       if (th.j === 0) ui.regOp.textContent = 'its block has not started';
@@ -947,7 +1041,7 @@
           'In each phase the block\u2019s threads fetch a ' + P.T + '\u00d7' + P.T + ' tile of A and of B once, one ' +
           'element of each per thread, into ', code('s_A'), ' and ', code('s_B'), '. After ', code('__syncthreads()'),
           ' every thread reads its row of s_A and its column of s_B from shared memory, so a value fetched from ' +
-          'global memory serves ' + P.T + ' threads. The second barrier keeps the next load from overwriting ' +
+          'global memory serves ' + plural(P.T, 'thread') + '. The second barrier keeps the next load from overwriting ' +
           'tiles that others still read.'));
       }
     }
@@ -976,8 +1070,13 @@
       ui.play.textContent = st.playing ? '\u275a\u275a Pause' : '\u25b6 Play';
       ui.back.disabled = st.pos === 0;
       ui.forward.disabled = st.pos >= P.total;
-      ui.status.setAttribute('aria-live', st.playing ? 'off' : 'polite');
-      ui.status.textContent = statusText(f, th);
+      var said = statusText(f, th);
+      ui.status.textContent = said;
+      if (!st.playing) {                      // the live region: quiet while Play runs
+        said = st.note ? st.note + ' ' + said : said;
+        st.note = '';
+        if (said !== st.said) { ui.announce.textContent = said; st.said = said; }
+      }
 
       renderMatrices(f, th);
       renderBlockPanel(f, th);

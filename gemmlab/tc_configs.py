@@ -1,0 +1,105 @@
+"""The configurations of chapter 8's tensor-core kernel (``kernels/08_tensor_core.cu``), by name.
+
+``tc_gemm`` is one template switched per configuration: block tile ``BM x BN x BK``, warp tile ``WM x WN``,
+``STAGES`` shared-memory tiles in the ring, and three switches, each a step of the chapter: ``SWIZZLE``
+(the XOR swizzle of 16-byte chunks, :func:`gemmlab.mma.swizzle_chunk`), ``ASYNC`` (``cp.async`` copies, on
+sm_80 and later) and ``PREFETCH`` (the next k-step's fragments loaded during this one's ``mma``). Python
+owns the list: :func:`entry_points` writes the ``extern "C"`` kernels that :mod:`gemmlab.compile_units`
+appends to the file, an FP16 and a BF16 one per configuration, as :mod:`gemmlab.fast_configs` does for
+chapter 7. Pure Python, no GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SOURCE = "08_tensor_core.cu"
+SUFFIXES = {"FP16": "f16", "BF16": "bf16"}
+"""The input formats and the suffix of their entry points."""
+
+
+@dataclass(frozen=True)
+class TcConfig:
+    """One instantiation of ``tc_gemm``."""
+
+    BM: int
+    BN: int
+    BK: int
+    WM: int
+    WN: int
+    STAGES: int
+    SWIZZLE: bool
+    ASYNC: bool
+    PREFETCH: bool = False
+    MIN_BLOCKS: int = 1
+
+    @property
+    def function(self) -> str:
+        """The entry point's name without its precision suffix."""
+        return (f"tc_mma_{self.BM}x{self.BN}x{self.BK}_{self.WM}x{self.WN}_s{self.STAGES}"
+                + ("_swz" if self.SWIZZLE else "") + ("_async" if self.ASYNC else "") + ("_pf" if self.PREFETCH else "")
+                + (f"_b{self.MIN_BLOCKS}" if self.MIN_BLOCKS > 1 else ""))
+
+    @property
+    def threads(self) -> int:
+        return 32 * (self.BM // self.WM) * (self.BN // self.WN)
+
+    @property
+    def shared_bytes(self) -> int:
+        """The dynamic shared memory a block asks for, in bytes (STAGES tiles of A, BM x BK, and of B, BK x BN, at 2 bytes an element)."""
+        return self.STAGES * 2 * (self.BM * self.BK + self.BK * self.BN)
+
+    def problems(self) -> list[str]:
+        """What the template's ``static_assert`` lines would refuse, said before compiling anything."""
+        out = []
+        if self.BM % self.WM or self.BN % self.WN or self.WM % 16 or self.WN % 16 or self.BK % 32:
+            out.append("BM and BN must be multiples of the warp tile, the warp tile of 16, BK of 32")
+        elif (self.BM * self.BK // 8) % self.threads or (self.BK * self.BN // 8) % self.threads:
+            out.append(f"the {self.threads} threads must copy whole 16-byte chunks of both tiles")
+        if self.STAGES < 2 or (not self.ASYNC and self.STAGES != 2):
+            out.append("at least 2 stages, and more than 2 only with ASYNC (cp.async)")
+        return out
+
+    def entry_points(self) -> str:
+        """The C++ appended to ``08_tensor_core.cu`` for this configuration: an FP16 and a BF16 kernel."""
+        if self.problems():
+            raise ValueError(f"{self.function}: {'; '.join(self.problems())}")
+        args = (f"{self.BM}, {self.BN}, {self.BK}, {self.WM}, {self.WN}, {self.STAGES}, "
+                + ", ".join("true" if f else "false" for f in (self.SWIZZLE, self.ASYNC, self.PREFETCH)))
+        return "".join(
+            f'extern "C" __global__ void __launch_bounds__({self.threads}, {self.MIN_BLOCKS})\n'
+            f"{self.function}_{suffix}(const uint16_t* A, const uint16_t* B, float* C, int M, int N, int K)\n"
+            f"{{\n    tc_gemm<{args}, {'true' if suffix == 'bf16' else 'false'}>(A, B, C, M, N, K);\n}}\n"
+            for suffix in SUFFIXES.values())
+
+
+CONFIGS = (
+    TcConfig(128, 128, 32, 64, 64, 2, False, False),            # mma.sync + ldmatrix
+    TcConfig(128, 128, 32, 64, 64, 2, True, False),             # + the swizzle
+    TcConfig(128, 128, 32, 64, 64, 2, True, True),              # + cp.async
+    TcConfig(128, 128, 32, 64, 64, 4, True, True),              # + 4 stages
+    TcConfig(128, 256, 32, 64, 64, 4, True, True),              # + 128 x 256 blocks
+    TcConfig(128, 256, 32, 64, 64, 4, True, True, True),        # + fragment prefetch
+    TcConfig(128, 256, 32, 64, 64, 3, True, True, True),
+    TcConfig(256, 128, 32, 64, 64, 3, True, True, True),
+    TcConfig(256, 128, 32, 64, 64, 4, True, True, True),
+    TcConfig(128, 128, 32, 64, 32, 4, True, True, True),
+)
+"""Every configuration compiled into the course's unit (each one compiles without spills on sm_75-sm_90)."""
+
+
+def entry_points(configs=CONFIGS) -> str:
+    """The C++ appended to ``08_tensor_core.cu``: the entry points of every configuration."""
+    names = [c.function for c in configs]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise ValueError(f"two configurations compile to the same entry point: {', '.join(duplicated)}")
+    return "\n".join(c.entry_points() for c in configs)
+
+
+def config(function: str) -> TcConfig:
+    """The configuration whose entry point (without its precision suffix) is ``function``."""
+    for c in CONFIGS:
+        if c.function == function:
+            return c
+    raise KeyError(f"{function!r} is not a configuration of {SOURCE}; see gemmlab.tc_configs.CONFIGS")
