@@ -373,3 +373,37 @@ def warp_sectors(panels: dict, title: str = ""):
     if title:
         fig.suptitle(title)
     return fig
+
+
+def fragments(shape: str = "m16n8k16", dtype: str = "f16", title: str = ""):
+    """Which lane of a warp holds which element of a warp-level ``mma.sync``'s A, B and C (from
+    :func:`gemmlab.mma.owners`): each element shows its lane, and its colour says in which of the lane's
+    32-bit registers it sits (two 16-bit elements share one). A on top, B and C side by side below."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    from . import mma
+
+    ins = mma.instruction(shape, dtype)
+    dims = {op: ins.dims(op) for op in ("A", "B", "C")}
+    plt.rcParams.update(style())
+    fig = plt.figure(figsize=(WIDTH, 0.3 * (dims["A"][0] + dims["B"][0]) + 2.2), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[dims["A"][0] + 3, dims["B"][0] + 3])
+    axes = {"A": top.subplots(1, 1), **dict(zip(("B", "C"), bottom.subplots(1, 2)))}
+    light = ListedColormap(["#dbe7f5", "#f6dcdc", "#dcefe0", "#e9e0f2"])     # registers 0-3; black text 15:1 on each
+    for op, ax in axes.items():
+        rows, cols = dims[op]
+        grid = mma.owners(shape, dtype, op)
+        register = np.array([[ins.register_of(op, i)[0] for _, i in row] for row in grid])
+        ax.imshow(register, cmap=light, vmin=-0.5, vmax=3.5, aspect="auto", interpolation="nearest")
+        for r in range(rows):
+            for c in range(cols):
+                ax.text(c, r, str(grid[r][c][0]), ha="center", va="center", color="#1a1a1a")
+        label = {"A": f"A ({rows} x {cols}, M x K)", "B": f"B ({rows} x {cols}, K x N)", "C": f"C and D ({rows} x {cols})"}[op]
+        n = ins.registers(op)
+        ax.set_title(f"{label}: {n} register{'s' * (n != 1)} per lane", loc="left")
+        ax.set_xticks(range(0, cols, 4))
+        ax.set_yticks(range(0, rows, 4))
+        ax.tick_params(length=0)
+    fig.suptitle(title or f"mma.sync {shape} .{dtype}: the lane that holds each element\n(colour: which of the lane's registers)")
+    return fig

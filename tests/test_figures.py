@@ -46,6 +46,8 @@ def sample_figures():
         "occupancy_limits": lambda: figures.occupancy_limits(occ, "Blocks per SM"),
         "speed_against_occupancy": lambda: figures.speed_against_occupancy(
             {"tiled16": [(1, 8.1), (0.5, 7.9), (0.25, 6.0)], "tiled32": [(1, 8.4), (0.5, 8.3)]}, "Occupancy", "TFLOP/s"),
+        "fragments": lambda: figures.fragments("m16n8k16", "f16"),
+        "fragments_tf32": lambda: figures.fragments("m16n8k8", "tf32"),
         "warp_sectors": lambda: figures.warp_sectors({"row": {"A": [0] * 32, "B": [4 * i for i in lanes]},
                                                       "column": {"A": [4096 * i for i in lanes]}}, "Sectors"),
     }
@@ -106,6 +108,19 @@ def test_many_series_differ_in_shape_not_only_colour():
     sizes = {(r["M"], r["N"], r["K"]) for r in json.loads((ROOT / "results" / "bench.json").read_text())["results"]}
     lines = [ln for ln in fig.axes[0].get_lines() if ln.get_marker() not in ("None", None, "")]
     assert len({ln.get_marker() for ln in lines}) == len(lines) == len(sizes)
+    plt.close(fig)
+
+
+def test_the_fragment_figure_is_the_model():
+    """Each cell of the fragment figure names the lane that gemmlab.mma says holds that element."""
+    import matplotlib.pyplot as plt
+
+    from gemmlab import mma
+
+    fig = SAMPLES["fragments"]()
+    for ax, op in zip(fig.axes, ("A", "B", "C")):
+        cells = [int(t.get_text()) for t in ax.texts]
+        assert cells == [lane for row in mma.owners("m16n8k16", "f16", op) for lane, _ in row]
     plt.close(fig)
 
 
