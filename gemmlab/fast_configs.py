@@ -262,10 +262,15 @@ def config(function: str) -> FastConfig:
     raise KeyError(f"{function!r} is not an entry point of {SOURCE}; the configurations are in gemmlab.fast_configs.CONFIGS")
 
 
-def entry_points(configs=CONFIGS) -> str:
-    """The C++ appended to ``07_fast.cu``: one entry point per configuration."""
-    names = [c.function for c in configs]
+def check_unique(names) -> None:
+    """Refuse configurations whose entry points would share a name (here and in chapter 8's)."""
+    names = list(names)
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise ValueError(f"two configurations compile to the same entry point: {', '.join(duplicated)}")
+
+
+def entry_points(configs=CONFIGS) -> str:
+    """The C++ appended to ``07_fast.cu``: one entry point per configuration."""
+    check_unique(c.function for c in configs)
     return "\n".join(c.entry_point() for c in configs)

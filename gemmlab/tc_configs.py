@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import fast_configs
+
 SOURCE = "08_tensor_core.cu"
 SUFFIXES = {"FP16": "f16", "BF16": "bf16"}
 """The input formats and the suffix of their entry points."""
@@ -90,10 +92,7 @@ CONFIGS = (
 
 def entry_points(configs=CONFIGS) -> str:
     """The C++ appended to ``08_tensor_core.cu``: the entry points of every configuration."""
-    names = [c.function for c in configs]
-    duplicated = sorted({n for n in names if names.count(n) > 1})
-    if duplicated:
-        raise ValueError(f"two configurations compile to the same entry point: {', '.join(duplicated)}")
+    fast_configs.check_unique(c.function for c in configs)
     return "\n".join(c.entry_points() for c in configs)
 
 
