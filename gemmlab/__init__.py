@@ -22,7 +22,7 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
    (problem sizes scaled so that no cell takes much over two minutes on a T4),
    :mod:`~gemmlab.occupancy_explorer` (the Occupancy Calculator page).
 5. **Launching**: :mod:`~gemmlab.checks` (inputs), :mod:`~gemmlab.gemm` (the GEMM kernel class),
-   :mod:`~gemmlab.tensor_gemm` (the tensor-core kernels, FP16 and BF16 inputs),
+   :mod:`~gemmlab.tensor_gemm` (the tensor-core kernels: FP16, BF16 and TF32 inputs),
    :mod:`~gemmlab.probes` (the kernels that are not GEMMs).
 6. **Every kernel by name**: :mod:`~gemmlab.registry`.
 7. **Measuring**: :mod:`~gemmlab.bench` (the ladder), :mod:`~gemmlab.precisions` (cuBLAS with tensor

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from . import gpu
 
+PRECISION_CHOICES = ("FP32", "TF32", "FP16", "BF16")
+
 
 def _size(text: str) -> tuple[int, int, int]:
     parts = [int(p) for p in text.lower().replace("x", " ").split()]
@@ -22,13 +24,17 @@ def _size(text: str) -> tuple[int, int, int]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gemmlab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("bench", help="every course kernel and cuBLAS FP32 at several sizes")
+    b = sub.add_parser("bench", help="every course kernel and cuBLAS at several sizes, in one input format or all")
     b.add_argument("--sizes", nargs="+", type=_size, default=None,
                    help="N (for NxNxN) or MxNxK; default 1024 2048 4096 8192 3000x5000x1234")
-    b.add_argument("--kernels", nargs="+", default=None, help="only these kernels (names from gemmlab.kernels())")
+    b.add_argument("--kernels", nargs="+", default=None,
+                   help="only these kernels (names from gemmlab.kernels(), or registry.tensor_kernels(precision))")
+    b.add_argument("--precision", choices=[*PRECISION_CHOICES, "all"], default="FP32",
+                   help="FP32: chapters 1-7 against cuBLAS FP32 (the default); TF32, FP16, BF16: chapter 8's tensor-core "
+                        "kernels against cuBLAS in that format; all: each in turn, in one JSON")
     b.add_argument("--repeat", type=int, default=5)
     b.add_argument("--json", type=Path, default=Path("results/bench.json"), help="where to write the JSON")
-    sub.add_parser("info", help="the device's properties and derived ceilings")
+    sub.add_parser("info", help="the device's properties, and its tensor cores' measured mma.sync ceilings")
     r = sub.add_parser("run", help="run one GEMM kernel once on random operands and check it (for profilers)")
     r.add_argument("kernel", help="a name from gemmlab.registry.known()")
     r.add_argument("size", type=_size, help="N or MxNxK")
@@ -37,7 +43,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from . import registry
-    known = registry.known() if args.command == "run" else registry.kernels()
+    if args.command == "run":
+        known = registry.known()
+    elif args.command == "bench" and args.precision not in ("FP32", "all"):
+        known = registry.tensor_kernels(args.precision)
+    elif args.command == "bench" and args.precision == "all":
+        known = {**registry.kernels(), **{n: k for p in PRECISION_CHOICES[1:] for n, k in registry.tensor_kernels(p).items()}}
+    else:
+        known = registry.kernels()
     asked = [args.kernel] if args.command == "run" else (args.kernels or []) if args.command == "bench" else []
     unknown = [k for k in asked if k not in known]
     if unknown:                     # a typo is answered before anything looks for a GPU
@@ -50,18 +63,34 @@ def main(argv=None) -> int:
             from . import device, tables
             spec = device.current()
             print(tables.table(device.properties_table(spec), ["property", "value"], ["<", "<"]))
+            from . import ceilings
+            rows = [(c.what, f"{c.measured:,.1f} {c.unit}", f"{c.derived:,.1f}" if c.derived == c.derived else "-", c.detail)
+                    for c in ceilings.tensor()]
+            if rows:
+                print()
+                print(tables.table(rows, ["tensor cores (mma.sync)", "measured", "peak from the datasheet rate", "probe"],
+                                   ["<", ">", ">", "<"]))
             return 0
         if args.command == "run":
             from . import verify
             M, N, K = args.size
             A, B = verify.random_operands(M, N, K, args.seed)
-            verdict = verify.check(known[args.kernel](A, B, extra_shared=args.extra_shared), A, B)
+            kernel = known[args.kernel]
+            verdict = kernel.reference(A, B).check(kernel(A, B, extra_shared=args.extra_shared))
             print(f"{args.kernel} {M}x{N}x{K}: {verdict}")
             return 0 if verdict.ok else 1
-        from . import bench
+        from . import bench, ceilings, precisions
         sizes = args.sizes or bench.DEFAULT_SIZES
-        results = bench.ladder(sizes, args.kernels, args.repeat)
-        data = bench.to_json(results)
+        chosen = PRECISION_CHOICES if args.precision == "all" else (args.precision,)
+        results = []
+        for p in chosen:
+            names = None if args.kernels is None else [n for n in args.kernels
+                                                       if n in (registry.kernels() if p == "FP32" else registry.tensor_kernels(p))]
+            if names == []:
+                continue
+            results += precisions.ladder(sizes, p, names, args.repeat, progress=lambda line: print(line, file=sys.stderr))
+        tensor = [p for p in chosen if p != "FP32"]
+        data = bench.to_json(results, {c.what.split()[0]: c.measured for c in ceilings.tensor(tensor)} if tensor else None)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(data, indent=2) + "\n")
         print(f"wrote {args.json}")

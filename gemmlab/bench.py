@@ -29,22 +29,24 @@ class GemmResult:
     tflops: float
     gbps: float          # compulsory traffic (read A and B once, write C once) over the time
     correct: bool
+    precision: str = "FP32"     # what the products are computed from: FP32, or chapter 8's TF32, FP16, BF16
 
 
-def _result(name, M, N, K, seconds, correct) -> GemmResult:
+def _result(name, M, N, K, seconds, correct, precision="FP32") -> GemmResult:
     return GemmResult(name, M, N, K, seconds, models.gemm_flops(M, N, K) / seconds / 1e12,
-                      models.compulsory_bytes(M, N, K) / seconds / 1e9, correct)
+                      models.compulsory_bytes(M, N, K) / seconds / 1e9, correct, precision)
 
 
 def time_gemm(kernel: GemmKernel, A: np.ndarray, B: np.ndarray, repeat: int = 5,
               reference: verify.Reference | None = None, extra_shared: int = 0) -> GemmResult:
-    """Check ``kernel`` on (A, B) (against ``reference`` if given, to share one across kernels), then
-    time it on the same device buffers (with ``extra_shared`` unused bytes of dynamic shared memory per block)."""
+    """Check ``kernel`` on (A, B) (against ``reference`` if given, to share one across kernels of the same
+    input format; else against :meth:`~gemmlab.gemm.GemmKernel.reference`), then time it on the same device
+    buffers (with ``extra_shared`` unused bytes of dynamic shared memory per block)."""
     problem = kernel.on_device(A, B, extra_shared)
     problem.launch()
-    ok = (reference or verify.Reference(A, B)).check(problem.result()).ok
+    ok = (reference or kernel.reference(A, B)).check(problem.result()).ok
     t = timing.time_gpu(problem.launch, warmup=1, repeat=repeat)
-    return _result(kernel.name, problem.M, problem.N, problem.K, t.median_s, ok)
+    return _result(kernel.name, problem.M, problem.N, problem.K, t.median_s, ok, kernel.input_precision)
 
 
 #: What a cell says, once, where CuPy (and so the cuBLAS baseline) is missing.
@@ -143,19 +145,25 @@ def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress
 
 def format_row(r: GemmResult) -> str:
     mark = "" if r.correct else "  WRONG RESULT"
-    return f"{r.kernel:>10}  {r.M:>6}x{r.N:<6}x{r.K:<6} {r.seconds * 1e3:10.3f} ms {r.tflops:8.2f} TFLOP/s{mark}"
+    what = r.kernel if r.precision == "FP32" else f"{r.kernel} [{r.precision}]"
+    return f"{what:>10}  {r.M:>6}x{r.N:<6}x{r.K:<6} {r.seconds * 1e3:10.3f} ms {r.tflops:8.2f} TFLOP/s{mark}"
 
 
-def to_json(results: list[GemmResult]) -> dict:
-    """The ladder with each kernel's share of cuBLAS at the same size, and the device it ran on."""
+def to_json(results: list[GemmResult], mma_ceilings: dict[str, float] | None = None) -> dict:
+    """The ladder with each kernel's share of cuBLAS in the same precision at the same size, and the device
+    it ran on. FP32 rows also give their share of the FP32 peak; tensor-core rows their share of the
+    measured ``mma.sync`` ceiling of their format, where ``mma_ceilings`` (TFLOP/s by format) has it."""
     spec = device.current()
-    base = {(r.M, r.N, r.K): r.tflops for r in results if r.kernel == "cuBLAS"}
+    base = {(r.M, r.N, r.K, r.precision): r.tflops for r in results if r.kernel == "cuBLAS"}
+    ceilings = mma_ceilings or {}
     rows = []
     for r in results:
         row = asdict(r)
-        ref = base.get((r.M, r.N, r.K))
+        ref = base.get((r.M, r.N, r.K, r.precision))
         row["fraction_of_cublas"] = r.tflops / ref if ref else None
-        row["fraction_of_fp32_peak"] = r.tflops * 1e12 / device.peak_fp32_flops(spec)
+        row["fraction_of_fp32_peak"] = r.tflops * 1e12 / device.peak_fp32_flops(spec) if r.precision == "FP32" else None
+        if r.precision != "FP32":
+            row["fraction_of_mma_ceiling"] = r.tflops / ceilings[r.precision] if r.precision in ceilings else None
         rows.append(row)
     return {"device": spec.name, "arch": spec.arch, "cupy_tf32": os.environ.get("CUPY_TF32"),
-            "environment": environment.versions(), "results": rows}
+            "environment": environment.versions(), "mma_ceilings_tflops": ceilings, "results": rows}

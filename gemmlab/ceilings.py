@@ -1,8 +1,9 @@
-"""The GPU's two ceilings, each derived from its attributes and measured by chapter 0's probes.
+"""The GPU's ceilings, each derived from its attributes and measured by a probe.
 
 :func:`measure` gives peak FP32 (``fma_f32``) and DRAM bandwidth (``copy_f32``) next to what
 :mod:`gemmlab.device` derives from the clocks, lane counts and bus width; :func:`copy_sweep` shows what
-the caches deliver to smaller buffers. Timed with CUDA events (:mod:`gemmlab.timing`); each probe's
+the caches deliver to smaller buffers; :func:`tensor` gives the tensor cores' rate per input format
+(chapter 8's ``mma.sync`` probes) next to the datasheet-derived peak. Timed with CUDA events (:mod:`gemmlab.timing`); each probe's
 output is checked before its time is believed.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import checks, device, gpu, probes, timing
+from .compile_units import MMA_CHAINS
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,32 @@ def fma_throughput(iters: int = 16384, threads: int = 256, waves: int = 8, repea
     if not np.allclose(out.get(), probes.FMA_CHAINS * 1.0, atol=1e-3):
         raise RuntimeError("the FMA probe did not reach its fixed point: its timing is meaningless")
     return 2 * probes.FMA_CHAINS * iters * out.size / t.median_s, t
+
+
+def mma_form(precision: str, spec: device.DeviceSpec) -> tuple[str, str]:
+    """The ``mma.sync`` shape and type the course's kernels use for ``precision`` on this GPU (a T4's FP16
+    instruction is m16n8k8; sm_80 and later have m16n8k16)."""
+    if precision == "TF32":
+        return "m16n8k8", "tf32"
+    dtype = {"FP16": "f16", "BF16": "bf16"}[precision]
+    return ("m16n8k8" if precision == "FP16" and tuple(spec.compute_capability) < (8, 0) else "m16n8k16"), dtype
+
+
+def tensor(precisions=("FP16", "BF16", "TF32")) -> list[Ceiling]:
+    """The tensor cores' ceiling per input format: the ``mma.sync`` probe (:func:`gemmlab.probes.mma_ceiling`)
+    next to the peak derived from :data:`gemmlab.device.TENSOR_FLOPS_PER_SM_CLOCK` (NaN where none is recorded).
+    Formats the compiled code has no instruction for are left out."""
+    spec = device.current()
+    out = []
+    for p in precisions:
+        shape, dtype = mma_form(p, spec)
+        rate = probes.mma_ceiling(shape, dtype)
+        if rate is None:
+            continue
+        peak = device.peak_tensor_flops(spec, p)
+        out.append(Ceiling(f"{p} tensor cores", "TFLOP/s", peak / 1e12 if peak else float("nan"), rate / 1e12,
+                           f"mma.sync.{shape}.{dtype}, {MMA_CHAINS} independent chains per warp"))
+    return out
 
 
 def measure(copy_bytes: int = 1 << 30) -> list[Ceiling]:

@@ -69,6 +69,26 @@ def peak_fp32_flops(spec: DeviceSpec) -> float:
     return spec.sms * fp32_lanes_per_sm(spec.compute_capability) * 2 * spec.sm_clock_khz * 1e3
 
 
+TENSOR_FLOPS_PER_SM_CLOCK = {
+    (7, 5): {"FP16": 1024},
+    (8, 0): {"FP16": 2048, "BF16": 2048, "TF32": 1024},
+    (8, 6): {"FP16": 1024, "BF16": 1024, "TF32": 512},
+    (8, 9): {"FP16": 1024, "BF16": 1024, "TF32": 512},
+    (9, 0): {"FP16": 4096, "BF16": 4096, "TF32": 2048},
+}
+"""Dense tensor-core FLOPs per SM per clock with FP32 sums, by compute capability and input format. They
+are the datasheets' peaks divided by SMs and boost clock (T4 65, A100 312 / 156, A10 and L4 about 125 / 62,
+H100 and H200 989 / 495 TFLOP/s at 1.83 GHz). GeForce cards of 8.6 and 8.9 sum FP16 products in FP32 at
+half the rate listed; on 9.0 the rate is that of ``wgmma`` (chapter 9), not of ``mma.sync``."""
+
+
+def peak_tensor_flops(spec: DeviceSpec, precision: str) -> float | None:
+    """SMs x :data:`TENSOR_FLOPS_PER_SM_CLOCK` x SM clock, in FLOP/s; None where no rate is recorded for this
+    GPU and input format (an older GPU, or BF16 / TF32 on a T4, which has no such instruction)."""
+    rate = TENSOR_FLOPS_PER_SM_CLOCK.get(tuple(spec.compute_capability), {}).get(precision)
+    return None if rate is None else spec.sms * rate * spec.sm_clock_khz * 1e3
+
+
 def peak_dram_bandwidth(spec: DeviceSpec) -> float:
     """2 (double data rate) x memory clock x bus width in bytes, in B/s."""
     return 2 * spec.memory_clock_khz * 1e3 * spec.memory_bus_bits / 8

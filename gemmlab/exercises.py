@@ -9,7 +9,10 @@ options add what a chapter's exercise is about:
 - ``faster_than="name", at=(M, N, K)`` (chapter 6): the kernel must beat the named course kernel,
   both timed with CUDA events on the same operands;
 - ``conflict_free=True`` (chapter 4): Nsight Compute counts the kernel's shared-memory bank conflicts;
-  where ``ncu`` cannot run, the check says so in one sentence and leaves the verdict to the others.
+  where ``ncu`` cannot run, the check says so in one sentence and leaves the verdict to the others;
+- ``precision="FP16"`` (or ``"BF16"``, ``"TF32"``; chapter 8): the kernel gets the operands as chapter 8's
+  kernels do (:func:`gemmlab.tensor_gemm.device_operands`: rounded, rows padded to 16 bytes, B transposed
+  for TF32) and is checked against the product of the rounded inputs.
 
 :func:`resources` shows what ``ptxas`` gave a kernel, for this GPU or any other architecture, with
 ``nvcc`` alone. Bad arguments and sources that do not compile raise :class:`ExerciseError`, whose
@@ -24,7 +27,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import checks, compiler, device, gpu, limits, models, nsight, occupancy, provenance, registry, tables, timing, verify
+from . import (checks, compiler, device, gpu, limits, models, nsight, occupancy, provenance, registry, tables, tensor_gemm,
+               timing, verify)
 
 SIZES = ((1, 1, 1), (31, 33, 17), (64, 64, 64), (100, 37, 250), (257, 129, 65))
 """The sizes every kernel solution must get right, among them one element, sizes one off a tile, and K below and above M and N."""
@@ -74,7 +78,7 @@ def check_source(source: str, function: str) -> None:
 
 
 def check_arguments(source: str, function: str, block, grid: Callable, sizes=SIZES, *, faster_than: str | None = None,
-                    at=AT, blocks_per_sm: int | None = None) -> None:
+                    at=AT, blocks_per_sm: int | None = None, precision: str = "FP32") -> None:
     """Every argument of :func:`check_kernel` that can be checked without a GPU; raises :class:`ExerciseError`."""
     check_source(source, function)
     block = _positive_triple("block", block)
@@ -88,8 +92,13 @@ def check_arguments(source: str, function: str, block, grid: Callable, sizes=SIZ
         raise ExerciseError("sizes must hold at least one (M, N, K).")
     for M, N, _ in sizes + ([_positive_triple("at", at)] if faster_than else []):
         _positive_triple(f"grid({M}, {N})", grid(M, N))
+    if precision != "FP32" and precision not in tensor_gemm.PRECISIONS:
+        raise ExerciseError(f"precision must be FP32 or one of {', '.join(tensor_gemm.PRECISIONS)}, got {precision!r}.")
     if faster_than is not None and faster_than not in registry.known():
         raise ExerciseError(f"faster_than={faster_than!r} names no course kernel; choose one of {', '.join(registry.named())}.")
+    if faster_than is not None and registry.known()[faster_than].input_precision != precision:
+        raise ExerciseError(f"faster_than={faster_than!r} multiplies in {registry.known()[faster_than].input_precision}, "
+                            f"your kernel in {precision}: compare kernels of one precision.")
     if blocks_per_sm is not None and (isinstance(blocks_per_sm, bool) or not isinstance(blocks_per_sm, int) or blocks_per_sm < 1):
         raise ExerciseError(f"blocks_per_sm must be a positive integer, got {blocks_per_sm!r}.")
 
@@ -145,25 +154,36 @@ def _compile(source: str, function: str):
                             f'is not mangled.') from None
 
 
+def _operands(A: np.ndarray, B: np.ndarray, precision: str) -> tuple[np.ndarray, np.ndarray]:
+    """A and B as the kernel takes them: FP32 as they are, else as chapter 8's kernels take them."""
+    return (A, B) if precision == "FP32" else tensor_gemm.device_operands(A, B, precision)
+
+
+def _reference(A: np.ndarray, B: np.ndarray, precision: str) -> verify.Reference:
+    if precision == "FP32":
+        return verify.Reference(A, B)
+    return verify.Reference(tensor_gemm.rounded(A, precision), tensor_gemm.rounded(B, precision))
+
+
 def _launch(kernel, block, grid, a, b, c, M: int, N: int, K: int) -> None:
     kernel(a.gpudata, b.gpudata, c.gpudata, np.int32(M), np.int32(N), np.int32(K), block=tuple(block), grid=tuple(grid))
 
 
-def launch_once(source: str, function: str, block, grid, M: int, N: int, K: int) -> None:
+def launch_once(source: str, function: str, block, grid, M: int, N: int, K: int, precision: str = "FP32") -> None:
     """Compile ``source`` and run ``function`` once at M x N x K on random operands, with the ``grid``
     given as a tuple: the program Nsight Compute profiles for ``conflict_free``, in a child process."""
     from pycuda import gpuarray
 
     kernel = _compile(source, function)
-    A, B = verify.random_operands(M, N, K)
+    a, b = _operands(*verify.random_operands(M, N, K), precision)
     c = gpuarray.empty((M, N), np.float32)
-    _launch(kernel, block, grid, gpuarray.to_gpu(A), gpuarray.to_gpu(B), c, M, N, K)
+    _launch(kernel, block, grid, gpuarray.to_gpu(a), gpuarray.to_gpu(b), c, M, N, K)
     gpu.cuda().Context.synchronize()
 
 
 # ---------------------------------------------------------------- the checks
 
-def _correct(kernel, function: str, source: str, block, grid, sizes, say) -> bool:
+def _correct(kernel, function: str, source: str, block, grid, sizes, say, precision: str = "FP32") -> bool:
     """One verdict per size; elements the kernel does not write stay NaN and fail."""
     from pycuda import gpuarray
 
@@ -173,11 +193,11 @@ def _correct(kernel, function: str, source: str, block, grid, sizes, say) -> boo
         A, B = verify.random_operands(M, N, K, seed=M + 3 * N + 7 * K)
         g = tuple(grid(M, N))
         checks.check_grid(g, spec)
-        a, b = gpuarray.to_gpu(A), gpuarray.to_gpu(B)
+        a, b = (gpuarray.to_gpu(x) for x in _operands(A, B, precision))
         c = gpuarray.to_gpu(np.full((M, N), np.nan, np.float32))
         _launch(kernel, block, g, a, b, c, M, N, K)
         gpu.cuda().Context.synchronize()
-        v = verify.check(c.get(), A, B)
+        v = _reference(A, B, precision).check(c.get())
         ok &= v.ok
         rows.append((f"{M}x{N}x{K}", str(v)))
     say(f"[gemmlab] exercise kernel {function} sha256:{provenance.short_sha(source)}")
@@ -200,7 +220,7 @@ def _fits(kernel, function: str, block, blocks_per_sm: int, say) -> bool:
     return ok
 
 
-def _faster(kernel, function: str, block, grid, baseline: str, at, say) -> bool:
+def _faster(kernel, function: str, block, grid, baseline: str, at, say, precision: str = "FP32") -> bool:
     """Time the kernel and the course kernel ``baseline`` on the same device buffers; the kernel must also be
     right at that size, and faster."""
     from pycuda import gpuarray
@@ -212,7 +232,7 @@ def _faster(kernel, function: str, block, grid, baseline: str, at, say) -> bool:
     base.check(A, B, spec, device.free_memory())
     g = tuple(grid(M, N))
     checks.check_grid(g, spec)
-    a, b = gpuarray.to_gpu(A), gpuarray.to_gpu(B)
+    a, b = (gpuarray.to_gpu(x) for x in _operands(A, B, precision))
     c_yours, c_base = gpuarray.empty((M, N), np.float32), gpuarray.empty((M, N), np.float32)
     yours = kernel.prepare("PPPiii")
 
@@ -224,7 +244,7 @@ def _faster(kernel, function: str, block, grid, baseline: str, at, say) -> bool:
 
     run_yours()
     run_base()
-    ref = verify.Reference(A, B)
+    ref = _reference(A, B, precision)
     right = ref.check(c_yours.get()), ref.check(c_base.get())
     t_yours = timing.time_gpu(run_yours, warmup=1, repeat=5).median_s
     t_base = timing.time_gpu(run_base, warmup=1, repeat=5).median_s
@@ -236,11 +256,11 @@ def _faster(kernel, function: str, block, grid, baseline: str, at, say) -> bool:
     return ok
 
 
-def _conflict_free(source: str, function: str, block, grid, say, at=CONFLICTS_AT) -> bool:
+def _conflict_free(source: str, function: str, block, grid, say, at=CONFLICTS_AT, precision: str = "FP32") -> bool:
     """Nsight Compute's bank conflicts per shared load and store, in a child process; True where ncu cannot run."""
     M, N, K = at
     code = (f"from gemmlab import exercises; exercises.launch_once({source!r}, {function!r}, {tuple(block)!r}, "
-            f"{tuple(int(x) for x in grid(M, N))!r}, {M}, {N}, {K})")
+            f"{tuple(int(x) for x in grid(M, N))!r}, {M}, {N}, {K}" + (f", {precision!r})" if precision != "FP32" else ")"))
     try:
         c = nsight.profile_program(["-c", code], function, nsight.SHARED_METRICS)
     except (nsight.CountersUnavailable, OSError) as exc:
@@ -257,23 +277,29 @@ def _conflict_free(source: str, function: str, block, grid, say, at=CONFLICTS_AT
 def check_kernel(source: str, function: str, block: tuple[int, int, int],
                  grid: Callable[[int, int], tuple[int, int, int]], sizes=SIZES, quiet: bool = False, *,
                  faster_than: str | None = None, at=AT, conflict_free: bool = False,
-                 blocks_per_sm: int | None = None) -> bool:
+                 blocks_per_sm: int | None = None, precision: str = "FP32") -> bool:
     """Compile ``source``, launch ``function(A, B, C, M, N, K)`` with ``block`` and ``grid(M, N)`` at
     each (M, N, K) of ``sizes`` and print one verdict per size; then the checks asked for (see the
-    module's description): ``blocks_per_sm``, ``faster_than`` (at ``at``), ``conflict_free``.
-    True when everything asked for holds. ``quiet`` prints nothing."""
-    check_arguments(source, function, block, grid, sizes, faster_than=faster_than, at=at, blocks_per_sm=blocks_per_sm)
+    module's description): ``blocks_per_sm``, ``faster_than`` (at ``at``), ``conflict_free``; with
+    ``precision`` other than FP32, the operands of chapter 8's kernels. True when everything asked for
+    holds. ``quiet`` prints nothing."""
+    check_arguments(source, function, block, grid, sizes, faster_than=faster_than, at=at, blocks_per_sm=blocks_per_sm,
+                    precision=precision)
     block = _positive_triple("block", block)
     sizes = [_positive_triple("each size", s) for s in sizes]
     say = (lambda *_: None) if quiet else print
     gpu.cuda()
-    checks.check_block(block, device.current())
+    spec = device.current()
+    checks.check_block(block, spec)
+    if precision != "FP32" and not tensor_gemm.supports(precision, spec.compute_capability):
+        raise ExerciseError(f"the {spec.name} has no {precision} tensor-core instruction (FP16 needs compute capability "
+                            "7.5, BF16 and TF32 8.0).")
     kernel = _compile(source, function)
-    ok = _correct(kernel, function, source, block, grid, sizes, say)
+    ok = _correct(kernel, function, source, block, grid, sizes, say, precision)
     if blocks_per_sm is not None:
         ok &= _fits(kernel, function, block, blocks_per_sm, say)
     if faster_than is not None:
-        ok &= _faster(kernel, function, block, grid, faster_than, _positive_triple("at", at), say)
+        ok &= _faster(kernel, function, block, grid, faster_than, _positive_triple("at", at), say, precision)
     if conflict_free:
-        ok &= _conflict_free(source, function, block, grid, say)
+        ok &= _conflict_free(source, function, block, grid, say, precision=precision)
     return ok

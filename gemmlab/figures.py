@@ -194,7 +194,8 @@ def speed_sweep(sizes, series: dict[str, list[float]], title: str, ylabel: str =
     return fig
 
 
-def speed_bars(speeds: dict[str, float], reference: tuple[str, float] | None, title: str = ""):
+def speed_bars(speeds: dict[str, float], reference: tuple[str, float] | None, title: str = "",
+               xlabel: str = "TFLOP/s (FP32)"):
     """One horizontal bar per kernel (TFLOP/s, in the order given), each labelled with its share of
     ``reference`` = (name, TFLOP/s), which is drawn as a dashed line; with no reference (no cuBLAS
     on this machine), the bars alone."""
@@ -212,7 +213,7 @@ def speed_bars(speeds: dict[str, float], reference: tuple[str, float] | None, ti
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
     ax.set_xlim(0, top * 1.3)
-    ax.set_xlabel("TFLOP/s (FP32)")
+    ax.set_xlabel(xlabel)
     ax.set_title(title)
     return fig
 
@@ -221,11 +222,11 @@ def _size_label(size: tuple) -> str:
     return "×".join(map(str, size)) if len(set(size)) > 1 else f"{size[0]}³"
 
 
-def ladder(data: dict, title: str = ""):
-    """The ladder (``bench.to_json``'s dict): one row per kernel, one marker per size, at the kernel's
-    share of cuBLAS measured in the same run (its TFLOP/s where there is no cuBLAS). Sizes differ in
-    marker shape and colour; the legend gives cuBLAS's own rate at each size."""
-    rows = data["results"]
+def ladder(data: dict, title: str = "", precision: str = "FP32"):
+    """The ladder (``bench.to_json``'s dict) in one input format: one row per kernel, one marker per size, at
+    the kernel's share of cuBLAS (same format) measured in the same run (its TFLOP/s where there is no
+    cuBLAS). Sizes differ in marker shape and colour; the legend gives cuBLAS's own rate at each size."""
+    rows = [r for r in data["results"] if r.get("precision", "FP32") == precision]
     sizes = list(dict.fromkeys((r["M"], r["N"], r["K"]) for r in rows))
     kernels = [k for k in dict.fromkeys(r["kernel"] for r in rows) if k != "cuBLAS"]
     value = {(r["kernel"], (r["M"], r["N"], r["K"])): r for r in rows}
@@ -244,9 +245,9 @@ def ladder(data: dict, title: str = ""):
     ax.set_yticks(range(len(kernels)), kernels)
     ax.set_ylim(len(kernels) - 0.5, -1.0)
     ax.set_xlim(0, None)
-    ax.set_xlabel("share of cuBLAS in the same run (%)" if share else "TFLOP/s (FP32)")
+    ax.set_xlabel("share of cuBLAS in the same run (%)" if share else f"TFLOP/s ({precision} inputs)")
     ax.grid(True, axis="x", alpha=0.3)
-    ax.set_title(title or f"Every course kernel against cuBLAS (FP32), {data.get('device', 'GPU')}")
+    ax.set_title(title or f"Every course kernel against cuBLAS ({precision}), {data.get('device', 'GPU')}")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / (len(kernels) + 4)), ncol=2, frameon=False)
     return fig
 

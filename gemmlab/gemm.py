@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import checks, compiler, device, gpu, limits
+from . import checks, compiler, device, gpu, limits, verify
 from .compile_units import CompileUnit
 
 
@@ -76,6 +76,20 @@ class GemmKernel:
 
     def compiled(self) -> compiler.CompiledFile:
         return compiler.load(self.source)
+
+    @property
+    def entry_point(self) -> str:
+        """The kernel's name in the compiled code (what a profiler filters on)."""
+        return self.function
+
+    @property
+    def input_precision(self) -> str:
+        """The format the kernel multiplies in (FP32 here; chapter 8's tensor-core kernels say otherwise)."""
+        return "FP32"
+
+    def reference(self, A: np.ndarray, B: np.ndarray) -> verify.Reference:
+        """What this kernel's result is checked against: A·B of the inputs as the kernel sees them."""
+        return verify.Reference(A, B)
 
     def resources(self) -> compiler.Resources:
         """Registers, shared and local memory the compiler gave this kernel on this GPU."""

@@ -219,6 +219,16 @@ def to_bf16_bits(x) -> np.ndarray:
     return np.where(np.isnan(x), ((bits >> 16) | 0x40).astype(np.uint16), rounded)
 
 
+def to_tf32(x) -> np.ndarray:
+    """FP32 rounded to TF32 (a 10-bit mantissa, FP32's exponent), to nearest even, kept in float32: the
+    low 13 bits are zero. A NaN stays a NaN, an infinity infinite; a value that rounds past FP32's largest
+    finite one becomes an infinity, as any rounding to nearest would make it."""
+    x = np.ascontiguousarray(x, np.float32)
+    bits = x.view(np.uint32).astype(np.uint64)
+    rounded = (((bits + 0xFFF + ((bits >> 13) & 1)) >> 13) << 13).astype(np.uint32)
+    return np.where(np.isfinite(x), rounded.view(np.float32), x)
+
+
 def bf16_to_f32(bits) -> np.ndarray:
     """BF16 bit patterns (uint16) as the float32 values they are exactly."""
     return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)

@@ -39,6 +39,17 @@ SHARED_METRICS = {
     "duration_ns": "gpu__time_duration.sum",
 }
 
+# ldmatrix (LDSM), which the shared-load counters above leave out, and the 16-byte tile stores (chapter 8).
+LDMATRIX_METRICS = {
+    "ldsm_instructions": "smsp__inst_executed_op_ldsm.sum",
+    "ldsm_wavefronts": "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum",
+    "ldsm_conflicts": "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum",
+    "store_instructions": "smsp__inst_executed_op_shared_st.sum",
+    "store_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "store_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "duration_ns": "gpu__time_duration.sum",
+}
+
 # Theoretical and achieved occupancy and the blocks each resource allows (chapter 5).
 OCCUPANCY_METRICS = {
     "theoretical_pct": "sm__maximum_warps_per_active_cycle_pct",
@@ -128,7 +139,7 @@ def counters(kernel: str, M: int, N: int, K: int, metrics: dict[str, str] | None
     """Profile one launch of kernel ``kernel`` (a name :func:`gemmlab.registry.lookup` knows) at
     ``M x N x K`` with Nsight Compute, optionally with ``extra_shared`` unused bytes of dynamic shared
     memory per block (through ``python -m gemmlab run``, see :func:`profile_program`)."""
-    function = registry.lookup(kernel).function
+    function = registry.lookup(kernel).entry_point
     args = ["-m", "gemmlab", "run", kernel, f"{M}x{N}x{K}", "--extra-shared", str(extra_shared)]
     return Counters(kernel, M, N, K, profile_program(args, function, metrics or TRAFFIC_METRICS, timeout_s))
 

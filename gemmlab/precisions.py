@@ -1,10 +1,12 @@
-"""cuBLAS past FP32: the same product with tensor cores (TF32, FP16 and BF16 inputs), timed and checked.
+"""Past FP32: the same product on the tensor cores (TF32, FP16 and BF16 inputs), by cuBLAS and by chapter 8's
+kernels, timed and checked.
 
 Chapter 7's kernels run FP32 on the CUDA cores and are compared with cuBLAS in true FP32. cuBLAS can
 also run the product on the tensor cores: TF32 (FP32 inputs rounded to a 10-bit mantissa inside the
 multiplier), or FP16 / BF16 inputs, always accumulating in FP32 here. :func:`measure` times each
 through ``cublasGemmEx`` (CuPy's binding) on the same operands and reports how far each result lies
 from the float64 product of the FP32 inputs, in units of ``|A|·|B|`` (so 1e-7 is FP32-sized rounding).
+:func:`ladder` is ``python -m gemmlab bench --precision``: chapter 8's kernels next to cuBLAS in one format.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import bench, gpu, models, timing, verify
+import time
+
+from . import bench, gpu, models, registry, timing, verify
 from .mma import to_bf16_bits
 
 # cublasComputeType_t and cudaDataType_t values (cublas_api.h, library_types.h).
@@ -58,12 +62,34 @@ def relative_error(C: np.ndarray, exact: np.ndarray, scale: np.ndarray) -> float
     return float(np.max(np.abs(C - exact) / np.maximum(scale, np.finfo(np.float64).tiny)))
 
 
-def measure(M: int, N: int, K: int, precisions=tuple(PRECISIONS), repeat: int = 5, seed: int = 0) -> list[PrecisionResult] | None:
-    """Each precision's cuBLAS time and error at M x N x K, on one pair of random FP32 operands; None
-    without CuPy (:data:`gemmlab.bench.NO_CUBLAS` printed once)."""
+def _check_precisions(precisions) -> None:
     unknown = sorted(set(precisions) - set(PRECISIONS))
     if unknown:
         raise ValueError(f"unknown precision {', '.join(unknown)}; choose from {', '.join(PRECISIONS)}")
+
+
+def _cublas_call(cp, A: np.ndarray, B: np.ndarray, precision: str):
+    """``(run, c)``: a call of ``cublasGemmEx`` computing C = A·B in ``precision`` into the device array c."""
+    from cupy.cuda import cublas
+
+    M, K = A.shape
+    N = B.shape[1]
+    dtype, compute, _ = PRECISIONS[precision]
+    a, b = _device_inputs(cp, A, dtype), _device_inputs(cp, B, dtype)
+    c = cp.empty((M, N), cp.float32)
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+    handle = cp.cuda.device.get_cublas_handle()
+
+    def run():   # row-major C = A·B is column-major C^T = B^T·A^T: cuBLAS gets B first
+        cublas.gemmEx(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, N, M, K, one.ctypes.data, b.data.ptr, dtype, N,
+                      a.data.ptr, dtype, K, zero.ctypes.data, c.data.ptr, R_32F, N, compute, GEMM_DEFAULT)
+    return run, c
+
+
+def measure(M: int, N: int, K: int, precisions=tuple(PRECISIONS), repeat: int = 5, seed: int = 0) -> list[PrecisionResult] | None:
+    """Each precision's cuBLAS time and error at M x N x K, on one pair of random FP32 operands; None
+    without CuPy (:data:`gemmlab.bench.NO_CUBLAS` printed once)."""
+    _check_precisions(precisions)
     gpu.cuda()
     cp = bench.cupy_or_none()
     if cp is None:
@@ -73,17 +99,9 @@ def measure(M: int, N: int, K: int, precisions=tuple(PRECISIONS), repeat: int = 
 
     A, B = verify.random_operands(M, N, K, seed=seed)
     exact, scale = verify.reference(A, B), np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)
-    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
-    handle = cp.cuda.device.get_cublas_handle()
     out = []
     for name in precisions:
-        dtype, compute, _ = PRECISIONS[name]
-        a, b = _device_inputs(cp, A, dtype), _device_inputs(cp, B, dtype)
-        c = cp.empty((M, N), cp.float32)
-
-        def run():   # row-major C = A·B is column-major C^T = B^T·A^T: cuBLAS gets B first
-            cublas.gemmEx(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, N, M, K, one.ctypes.data, b.data.ptr, dtype, N,
-                          a.data.ptr, dtype, K, zero.ctypes.data, c.data.ptr, R_32F, N, compute, GEMM_DEFAULT)
+        run, c = _cublas_call(cp, A, B, name)
         try:
             run()
             cp.cuda.Device().synchronize()
@@ -94,3 +112,89 @@ def measure(M: int, N: int, K: int, precisions=tuple(PRECISIONS), repeat: int = 
         t = timing.time_gpu(run, warmup=1, repeat=repeat)
         out.append(PrecisionResult(name, M, N, K, t.median_s, err))
     return out
+
+
+def time_cublas(A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
+                reference: verify.Reference | None = None) -> bench.GemmResult | None:
+    """cuBLAS in ``precision`` as a ladder row ("cuBLAS", checked against ``reference``, by default A·B of
+    the inputs rounded as chapter 8's kernels round them); None without CuPy or where cuBLAS refuses."""
+    _check_precisions([precision])
+    if precision == "FP32":
+        return bench.time_cublas(A, B, repeat, reference)
+    gpu.cuda()
+    cp = bench.cupy_or_none()
+    if cp is None:
+        bench._say_once(bench.NO_CUBLAS)
+        return None
+    from cupy.cuda import cublas
+
+    from . import tensor_gemm
+    run, c = _cublas_call(cp, A, B, precision)
+    try:
+        run()
+        cp.cuda.Device().synchronize()
+    except cublas.CUBLASError:
+        return None
+    ref = reference or verify.Reference(tensor_gemm.rounded(A, precision), tensor_gemm.rounded(B, precision))
+    ok = ref.check(cp.asnumpy(c)).ok
+    t = timing.time_gpu(run, warmup=1, repeat=repeat)
+    M, K = A.shape
+    return bench._result("cuBLAS", M, B.shape[1], K, t.median_s, ok, precision)
+
+
+def compare(kernels: dict, A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
+            say=print) -> tuple[dict[str, bench.GemmResult], bench.GemmResult | None]:
+    """Chapter 8's ``kernels`` (``{name: kernel}``, all of ``precision``) and cuBLAS in the same format on the
+    same operands, in one run, each checked against one reference (A·B of the rounded inputs) and timed:
+    ``({name: result}, cuBLAS result or None)``. A kernel that cannot run on this GPU is left out, and ``say``
+    gets the reason in one sentence."""
+    from . import device, tensor_gemm
+
+    _check_precisions([precision])
+    gpu.cuda()
+    spec = device.current()
+    ref = verify.Reference(tensor_gemm.rounded(A, precision), tensor_gemm.rounded(B, precision))
+    out = {}
+    for name, k in kernels.items():
+        why = tensor_gemm.unavailable_reason(k, spec)
+        if why:
+            say(why)
+            continue
+        out[name] = bench.time_gemm(k, A, B, repeat, ref)
+    return out, time_cublas(A, B, precision, repeat, ref)
+
+
+def ladder(sizes=bench.DEFAULT_SIZES, precision: str = "FP16", names=None, repeat: int = 5, log=print,
+           progress=None) -> list[bench.GemmResult]:
+    """Chapter 8's kernels for one input format (:func:`gemmlab.registry.tensor_kernels`, or those named)
+    and cuBLAS in the same format at each (M, N, K), checked against A·B of the rounded inputs, then timed;
+    ``log`` and ``progress`` as in :func:`gemmlab.bench.ladder`."""
+    _check_precisions([precision])
+    if precision == "FP32":
+        return bench.ladder(sizes, names, repeat, log, progress)
+    every = registry.tensor_kernels(precision)
+    unknown = sorted(set(names or ()) - set(every))
+    if unknown:
+        raise ValueError(f"no {precision} kernel named {', '.join(unknown)}; choose from {', '.join(every)}")
+    gpu.cuda()
+    from . import device, tensor_gemm
+
+    spec = device.current()
+    chosen = [k for n, k in every.items() if (names is None or n in names) and tensor_gemm.unavailable_reason(k, spec) is None]
+    results = []
+    for i, (M, N, K) in enumerate(sizes, 1):
+        start = time.monotonic()
+        A, B = verify.random_operands(M, N, K, seed=M + N + K)
+        ref = verify.Reference(tensor_gemm.rounded(A, precision), tensor_gemm.rounded(B, precision))
+        for k in chosen:
+            r = bench.time_gemm(k, A, B, repeat, ref)
+            log(bench.format_row(r))
+            results.append(r)
+        r = time_cublas(A, B, precision, repeat, ref)
+        if r is not None:
+            log(bench.format_row(r))
+            results.append(r)
+        if progress:
+            progress(f"{precision} size {i} of {len(sizes)}, {M}x{N}x{K}: {len(chosen)} kernels{' and cuBLAS' if r else ''} "
+                     f"checked and timed in {time.monotonic() - start:.0f} s")
+    return results

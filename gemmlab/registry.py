@@ -6,6 +6,8 @@
 - :data:`CANDIDATES`: correct kernels that chapters 6-7 measure but the ladder leaves out.
 - :data:`EARLY_RETURN`: chapter 3's kernel, wrong on purpose.
 - every configuration of ``07_fast.cu`` (:data:`gemmlab.fast_configs.CONFIGS`), by its entry point's name.
+- :func:`tensor_kernels`: chapter 8's ladder for one input format (FP16, BF16, TF32), and every configuration of
+  ``08_tensor_core.cu`` by its entry point's name.
 
 :func:`lookup` finds any of them by name; :func:`correct_kernels` lists each correct kernel once, for the
 GPU tests. Needs no GPU to list; calling a kernel compiles its file on first use.
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from . import compile_units, device, fast_configs, occupancy, shapes
+from . import compile_units, device, fast_configs, occupancy, shapes, tc_configs, tensor_gemm
 from .fast_configs import FastConfig
 from .gemm import DeviceProblem, GemmKernel
 
@@ -118,6 +120,40 @@ EARLY_RETURN = GemmKernel("early_return", 3, "03_early_return.cu", "gemm_tiled_e
 """Chapter 3's kernel, wrong on purpose, the tiled kernel with an early return before its barriers."""
 
 
+TENSOR_STEPS: tuple[tuple[str, tc_configs.TcConfig | None, str], ...] = (
+    ("tc_wmma", None, "WMMA 16x16x16 fragments from plain shared-memory tiles"),
+    ("tc_mma", tc_configs.CONFIGS[0], "mma.sync fed by ldmatrix, 128x128x32 blocks, warps of 64x64"),
+    ("tc_swizzle", tc_configs.CONFIGS[1], "+ the XOR swizzle: ldmatrix and tile stores free of bank conflicts"),
+    ("tc_async", tc_configs.CONFIGS[2], "+ cp.async copies (two stages)"),
+    ("tc_stages", tc_configs.CONFIGS[3], "+ four stages in the ring"),
+    ("tc_prefetch", tc_configs.CONFIGS[4], "+ the next k-step's fragments loaded during this one's mma"),
+    ("tc_wide", tc_configs.CONFIGS[5], "+ 128x256 blocks (8 warps of 64x64)"),
+)
+"""Chapter 8's ladder for FP16 and BF16 inputs, as triples of a name, a configuration (None for the WMMA
+kernel) and what the step adds."""
+
+TF32_STEPS: tuple[tuple[str, tc_configs.TcConfig, str], ...] = (
+    ("tc_prefetch", tc_configs.CONFIGS[10], "TF32 mma.sync m16n8k8, 128x128x16 blocks, four stages, prefetched fragments"),
+    ("tc_wide", tc_configs.CONFIGS[11], "+ 128x256 blocks"),
+)
+"""Chapter 8's kernels for TF32 inputs, the last two steps of the ladder (with B's transpose in shared memory)."""
+
+
+def tensor_kernels(precision: str) -> dict[str, tensor_gemm.TensorGemmKernel]:
+    """Chapter 8's ladder for one input format, in order: ``{name: kernel}``, each name ending in the format's
+    suffix (``tc_prefetch_f16``); what ``python -m gemmlab bench --precision`` runs."""
+    if precision not in tensor_gemm.PRECISIONS:
+        raise ValueError(f"the tensor-core kernels take {', '.join(tensor_gemm.PRECISIONS)} inputs, got {precision!r}")
+    suffix = tensor_gemm.PRECISIONS[precision]
+    steps = TF32_STEPS if precision == "TF32" else TENSOR_STEPS
+    out = {}
+    for step, config, summary in steps:
+        name = f"{step}_{suffix}"
+        k = tensor_gemm.wmma_kernel(precision) if config is None else tensor_gemm.mma_kernel(config, precision, name)
+        out[name] = replace(k, name=name, summary=summary)
+    return out
+
+
 def kernels() -> dict[str, GemmKernel]:
     """``{name: callable(A, B) -> C}`` for every kernel of the course ladder, in chapter order."""
     return {k.name: k for k in COURSE}
@@ -129,9 +165,12 @@ def named() -> dict[str, GemmKernel]:
 
 
 def known() -> dict[str, GemmKernel]:
-    """Every name :func:`lookup` and ``python -m gemmlab run`` accept: :func:`named`, and every ``07_fast.cu``
-    configuration by its entry point's name (chapter 7's tuned configurations and ablations)."""
-    return {**named(), **{c.function: fast_kernel(c) for c in fast_configs.CONFIGS}}
+    """Every name :func:`lookup` and ``python -m gemmlab run`` accept: :func:`named`, every ``07_fast.cu``
+    configuration by its entry point's name (chapter 7's tuned configurations and ablations), chapter 8's
+    ladders (:func:`tensor_kernels`) and every ``08_tensor_core.cu`` configuration and format by its entry point."""
+    tensor = {name: k for p in tensor_gemm.PRECISIONS for name, k in tensor_kernels(p).items()}
+    configs = {k.name: k for k in (tensor_gemm.mma_kernel(c, p) for c in tc_configs.CONFIGS for p in c.precisions)}
+    return {**named(), **{c.function: fast_kernel(c) for c in fast_configs.CONFIGS}, **tensor, **configs}
 
 
 def lookup(name: str) -> GemmKernel:
@@ -143,10 +182,13 @@ def lookup(name: str) -> GemmKernel:
 
 
 def correct_kernels() -> list[GemmKernel]:
-    """Every correct kernel once (course names first; a ``07_fast.cu`` configuration that also has a course
-    name appears under that name): what the GPU tests check against the reference."""
+    """Every correct FP32 kernel once (course names first; a ``07_fast.cu`` configuration that also has a course
+    name appears under that name): what the GPU tests check against the reference. Chapter 8's kernels, which
+    round their inputs, have tests of their own."""
     seen, out = set(), []
     for k in known().values():
+        if k.input_precision != "FP32":
+            continue
         key = (k.source_name, k.function, isinstance(k, SizeAwareKernel))   # fast_auto runs other entry points too
         if k is not EARLY_RETURN and key not in seen:
             seen.add(key)

@@ -1,12 +1,13 @@
 """The configurations of chapter 8's tensor-core kernel (``kernels/08_tensor_core.cu``), by name.
 
-``tc_gemm`` is one template switched per configuration: block tile ``BM x BN x BK``, warp tile ``WM x WN``,
-``STAGES`` shared-memory tiles in the ring, and three switches, each a step of the chapter: ``SWIZZLE``
-(the XOR swizzle of 16-byte chunks, :func:`gemmlab.mma.swizzle_chunk`), ``ASYNC`` (``cp.async`` copies, on
-sm_80 and later) and ``PREFETCH`` (the next k-step's fragments loaded during this one's ``mma``). Python
-owns the list: :func:`entry_points` writes the ``extern "C"`` kernels that :mod:`gemmlab.compile_units`
-appends to the file, an FP16 and a BF16 one per configuration, as :mod:`gemmlab.fast_configs` does for
-chapter 7. Pure Python, no GPU.
+``tc_gemm`` is one template switched per configuration: block tile ``BM x BN x BK`` (``BK`` in elements of
+the input format), warp tile ``WM x WN``, ``STAGES`` shared-memory tiles in the ring, and four switches, each a
+step of the chapter: ``SWIZZLE`` (the XOR swizzle of 16-byte chunks, :func:`gemmlab.mma.swizzle_chunk`),
+``ASYNC`` (``cp.async`` copies, on sm_80 and later), ``PREFETCH`` (the next k-step's fragments loaded during
+this one's ``mma``) and ``SPREAD`` (the next tile's copies issued a share per k-step). Python owns the list:
+:func:`entry_points` writes the ``extern "C"`` kernels that :mod:`gemmlab.compile_units` appends to the file,
+one per configuration and input format (``precisions``), as :mod:`gemmlab.fast_configs` does for chapter 7.
+Pure Python, no GPU.
 """
 
 from __future__ import annotations
@@ -16,8 +17,13 @@ from dataclasses import dataclass
 from . import fast_configs
 
 SOURCE = "08_tensor_core.cu"
-SUFFIXES = {"FP16": "f16", "BF16": "bf16"}
+SUFFIXES = {"FP16": "f16", "BF16": "bf16", "TF32": "tf32"}
 """The input formats and the suffix of their entry points."""
+KINDS = {"FP16": "F16", "BF16": "BF16", "TF32": "TF32"}
+"""The ``Kind`` constant of the kernel's template for each input format."""
+ELEMENT_BYTES = {"FP16": 2, "BF16": 2, "TF32": 4}
+"""Bytes per element of each input format, as the kernels store it (TF32 in a 32-bit word)."""
+SIXTEEN_BIT = ("FP16", "BF16")
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,8 @@ class TcConfig:
     SWIZZLE: bool
     ASYNC: bool
     PREFETCH: bool = False
+    SPREAD: bool = False
+    precisions: tuple[str, ...] = SIXTEEN_BIT
     MIN_BLOCKS: int = 1
 
     @property
@@ -40,52 +48,65 @@ class TcConfig:
         """The entry point's name without its precision suffix."""
         return (f"tc_mma_{self.BM}x{self.BN}x{self.BK}_{self.WM}x{self.WN}_s{self.STAGES}"
                 + ("_swz" if self.SWIZZLE else "") + ("_async" if self.ASYNC else "") + ("_pf" if self.PREFETCH else "")
-                + (f"_b{self.MIN_BLOCKS}" if self.MIN_BLOCKS > 1 else ""))
+                + ("_sp" if self.SPREAD else "") + (f"_b{self.MIN_BLOCKS}" if self.MIN_BLOCKS > 1 else ""))
 
     @property
     def threads(self) -> int:
         return 32 * (self.BM // self.WM) * (self.BN // self.WN)
 
-    @property
-    def shared_bytes(self) -> int:
-        """The dynamic shared memory a block asks for, in bytes (STAGES tiles of A, BM x BK, and of B, BK x BN, at 2 bytes an element)."""
-        return self.STAGES * 2 * (self.BM * self.BK + self.BK * self.BN)
+    def shared_bytes(self, precision: str = "FP16") -> int:
+        """The dynamic shared memory a block asks for, in bytes: STAGES tiles of A (BM x BK) and of B (BK x BN),
+        at :data:`ELEMENT_BYTES` an element."""
+        return self.STAGES * ELEMENT_BYTES[precision] * (self.BM * self.BK + self.BK * self.BN)
 
     def problems(self) -> list[str]:
         """What the template's ``static_assert`` lines would refuse, said before compiling anything."""
         out = []
-        if self.BM % self.WM or self.BN % self.WN or self.WM % 16 or self.WN % 16 or self.BK % 32:
-            out.append("BM and BN must be multiples of the warp tile, the warp tile of 16, BK of 32")
-        elif (self.BM * self.BK // 8) % self.threads or (self.BK * self.BN // 8) % self.threads:
-            out.append(f"the {self.threads} threads must copy whole 16-byte chunks of both tiles")
+        unknown = [p for p in self.precisions if p not in SUFFIXES]
+        if unknown or not self.precisions:
+            out.append(f"precisions must be some of {', '.join(SUFFIXES)}, got {self.precisions!r}")
+            return out
+        if self.BM % self.WM or self.BN % self.WN or self.WM % 16 or self.WN % 16:
+            out.append("BM and BN must be multiples of the warp tile, the warp tile of 16")
+        for p in self.precisions:
+            row = self.BK * ELEMENT_BYTES[p]
+            if row % 64:
+                out.append(f"{p}: a row of BK = {self.BK} elements is {row} bytes; it must be a multiple of 64 (two k-steps)")
+            elif (self.BM * row // 16) % self.threads or (self.BN * row // 16) % self.threads:
+                out.append(f"{p}: the {self.threads} threads must copy whole 16-byte chunks of both tiles")
         if self.STAGES < 2 or (not self.ASYNC and self.STAGES != 2):
             out.append("at least 2 stages, and more than 2 only with ASYNC (cp.async)")
+        if self.SPREAD and not self.PREFETCH:
+            out.append("SPREAD is part of the PREFETCH loop")
         return out
 
     def entry_points(self) -> str:
-        """The C++ appended to ``08_tensor_core.cu`` for this configuration: an FP16 and a BF16 kernel."""
+        """The C++ appended to ``08_tensor_core.cu`` for this configuration: a kernel per input format."""
         if self.problems():
             raise ValueError(f"{self.function}: {'; '.join(self.problems())}")
         args = (f"{self.BM}, {self.BN}, {self.BK}, {self.WM}, {self.WN}, {self.STAGES}, "
-                + ", ".join("true" if f else "false" for f in (self.SWIZZLE, self.ASYNC, self.PREFETCH)))
+                + ", ".join("true" if f else "false" for f in (self.SWIZZLE, self.ASYNC, self.PREFETCH, self.SPREAD)))
         return "".join(
             f'extern "C" __global__ void __launch_bounds__({self.threads}, {self.MIN_BLOCKS})\n'
-            f"{self.function}_{suffix}(const uint16_t* A, const uint16_t* B, float* C, int M, int N, int K)\n"
-            f"{{\n    tc_gemm<{args}, {'true' if suffix == 'bf16' else 'false'}>(A, B, C, M, N, K);\n}}\n"
-            for suffix in SUFFIXES.values())
+            f"{self.function}_{SUFFIXES[p]}(const void* A, const void* B, float* C, int M, int N, int K)\n"
+            f"{{\n    tc_gemm<{args}, {KINDS[p]}>(static_cast<const unsigned char*>(A), "
+            f"static_cast<const unsigned char*>(B), C, M, N, K);\n}}\n"
+            for p in self.precisions)
 
 
 CONFIGS = (
-    TcConfig(128, 128, 32, 64, 64, 2, False, False),            # mma.sync + ldmatrix
-    TcConfig(128, 128, 32, 64, 64, 2, True, False),             # + the swizzle
-    TcConfig(128, 128, 32, 64, 64, 2, True, True),              # + cp.async
-    TcConfig(128, 128, 32, 64, 64, 4, True, True),              # + 4 stages
-    TcConfig(128, 256, 32, 64, 64, 4, True, True),              # + 128 x 256 blocks
-    TcConfig(128, 256, 32, 64, 64, 4, True, True, True),        # + fragment prefetch
-    TcConfig(128, 256, 32, 64, 64, 3, True, True, True),
-    TcConfig(256, 128, 32, 64, 64, 3, True, True, True),
-    TcConfig(256, 128, 32, 64, 64, 4, True, True, True),
-    TcConfig(128, 128, 32, 64, 32, 4, True, True, True),
+    TcConfig(128, 128, 32, 64, 64, 2, False, False),                    # mma.sync + ldmatrix
+    TcConfig(128, 128, 32, 64, 64, 2, True, False),                     # + the swizzle
+    TcConfig(128, 128, 32, 64, 64, 2, True, True),                      # + cp.async
+    TcConfig(128, 128, 32, 64, 64, 4, True, True),                      # + 4 stages
+    TcConfig(128, 128, 32, 64, 64, 4, True, True, True),                # + fragment prefetch
+    TcConfig(128, 256, 32, 64, 64, 4, True, True, True),                # + 128 x 256 blocks: the best
+    TcConfig(128, 256, 32, 64, 64, 4, True, True, True, True),          # tried: copies spread over the k-steps
+    TcConfig(128, 256, 32, 64, 64, 4, True, True),                      # tried: 128 x 256 without the prefetch
+    TcConfig(128, 256, 64, 64, 64, 3, True, True, True),                # tried: deeper tiles, half the barriers
+    TcConfig(256, 128, 32, 64, 64, 4, True, True, True),                # tried: the tile turned around
+    TcConfig(128, 128, 16, 64, 64, 4, True, True, True, precisions=("TF32",)),   # TF32: BK in 4-byte elements
+    TcConfig(128, 256, 16, 64, 64, 4, True, True, True, precisions=("TF32",)),
 )
 """Every configuration compiled into the course's unit (each one compiles without spills on sm_75-sm_90)."""
 

@@ -1,14 +1,15 @@
-"""Tensor-core GEMM kernels (chapter 8): ``C = kernel(A, B)`` with A and B rounded to FP16 or BF16, products
-summed in FP32, C in FP32.
+"""Tensor-core GEMM kernels (chapter 8): ``C = kernel(A, B)`` with A and B rounded to FP16, BF16 or TF32,
+products summed in FP32, C in FP32.
 
-The kernels of ``kernels/08_tensor_core.cu`` take 16-bit operands whose rows are padded with zeros to a
-multiple of 8 elements (16 bytes): :func:`to_device_format` makes them from the caller's FP32 arrays, so a
-16-byte chunk is never split by the edge of a row and any M, N, K works. :class:`TensorGemmKernel` is a
+The kernels of ``kernels/08_tensor_core.cu`` take operands whose rows are padded with zeros to a multiple of
+16 bytes (8 16-bit elements, 4 TF32 ones): :func:`to_device_format` makes them from the caller's FP32 arrays,
+so a 16-byte chunk is never split by the edge of a row and any M, N, K works. For TF32 the kernels take B's
+transpose (K along its rows, as A has it): ``ldmatrix`` transposes 16-bit elements only. :class:`TensorGemmKernel` is a
 :class:`~gemmlab.gemm.GemmKernel` with a precision: the same checks, the same :class:`~gemmlab.gemm.DeviceProblem`
 for timing loops, its dynamic shared memory requested at launch.
 
-Checking: FP16 x FP16 and BF16 x BF16 products are exact in FP32 (11 + 11 and 8 + 8 significant bits fit in
-24), so against the *rounded* inputs a kernel errs only in its FP32 sums: :func:`rounded` gives the inputs as
+Checking: FP16 x FP16, BF16 x BF16 and TF32 x TF32 products are exact in FP32 (11 + 11, 8 + 8 and 11 + 11
+significant bits fit in 24), so against the *rounded* inputs a kernel errs only in its FP32 sums: :func:`rounded` gives the inputs as
 the kernel sees them, and chapter 1's bound (:mod:`gemmlab.verify`) applies to them.
 """
 
@@ -18,14 +19,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks, device, gpu, limits
-from .mma import bf16_to_f32, to_bf16_bits
+from . import checks, device, gpu, limits, verify
+from .mma import bf16_to_f32, to_bf16_bits, to_tf32
 from .gemm import DeviceProblem, GemmKernel
-from .tc_configs import CONFIGS, SOURCE, SUFFIXES, TcConfig
+from .tc_configs import CONFIGS, ELEMENT_BYTES, SIXTEEN_BIT, SOURCE, SUFFIXES, TcConfig
 
 PRECISIONS = SUFFIXES
-PAD = 8
-"""Rows of A and B are padded to a multiple of this many 16-bit elements (16 bytes)."""
+"""The input formats of the tensor-core kernels and the suffix of their entry points."""
+PAD_BYTES = 16
+"""Rows of A and B are padded to a multiple of this many bytes (8 16-bit elements, 4 TF32 ones)."""
+MIN_CAPABILITY = {"FP16": (7, 5), "BF16": (8, 0), "TF32": (8, 0)}
+"""The oldest GPU with a tensor-core instruction for each input format. FP16 came with Turing (a T4), BF16
+and TF32 with Ampere."""
 
 
 def _require(precision: str) -> None:
@@ -33,33 +38,72 @@ def _require(precision: str) -> None:
         raise ValueError(f"the tensor-core kernels take {', '.join(PRECISIONS)} inputs, got {precision!r}")
 
 
-def to_16bit(X: np.ndarray, precision: str) -> np.ndarray:
-    """``X`` (float32) rounded to ``precision``, as uint16 bit patterns of the same shape."""
+def to_words(X: np.ndarray, precision: str) -> np.ndarray:
+    """``X`` (float32) rounded to ``precision``, as the kernels store it: uint16 bit patterns for FP16 and
+    BF16, float32 with the low 13 bits zero for TF32; same shape."""
     _require(precision)
     X = np.ascontiguousarray(X, np.float32)
+    if precision == "TF32":
+        return to_tf32(X)
     return X.astype(np.float16).view(np.uint16) if precision == "FP16" else to_bf16_bits(X)
 
 
 def rounded(X: np.ndarray, precision: str) -> np.ndarray:
     """``X`` as the kernel sees it: rounded to ``precision``, back in float32 (exactly representable there)."""
-    bits = to_16bit(X, precision)
-    return bits.view(np.float16).astype(np.float32) if precision == "FP16" else bf16_to_f32(bits)
+    words = to_words(X, precision)
+    if precision == "TF32":
+        return words
+    return words.view(np.float16).astype(np.float32) if precision == "FP16" else bf16_to_f32(words)
+
+
+def padded_length(n: int, precision: str) -> int:
+    """A row of ``n`` elements of ``precision``, padded to a multiple of :data:`PAD_BYTES`."""
+    per = PAD_BYTES // ELEMENT_BYTES[precision]
+    return -(-n // per) * per
 
 
 def to_device_format(X: np.ndarray, precision: str) -> np.ndarray:
-    """``X`` rounded to ``precision`` with each row padded with zeros to a multiple of :data:`PAD` elements."""
-    bits = to_16bit(X, precision)
-    rows, cols = bits.shape
-    padded = np.zeros((rows, -(-cols // PAD) * PAD), np.uint16)
-    padded[:, :cols] = bits
+    """``X`` rounded to ``precision`` with each row padded with zeros to a multiple of :data:`PAD_BYTES`."""
+    words = to_words(X, precision)
+    rows, cols = words.shape
+    padded = np.zeros((rows, padded_length(cols, precision)), words.dtype)
+    padded[:, :cols] = words
     return padded
 
 
+def device_operands(A: np.ndarray, B: np.ndarray, precision: str) -> tuple[np.ndarray, np.ndarray]:
+    """A and B as the kernels for ``precision`` take them: rounded and padded; for TF32, B transposed."""
+    if precision == "TF32":
+        return to_device_format(A, precision), to_device_format(np.asarray(B, np.float32).T, precision)
+    return to_device_format(A, precision), to_device_format(B, precision)
+
+
+MANTISSA_BITS = {"FP32": 23, "TF32": 10, "FP16": 10, "BF16": 7}
+"""Stored mantissa bits of each format (one more, implicit, is significant)."""
+
+
+def unit_roundoff(precision: str) -> float:
+    """Half a unit in the last place relative to 1: how far rounding to nearest moves a value, relatively."""
+    return 2.0 ** -(MANTISSA_BITS[precision] + 1)
+
+
+def error_bound(precision: str, K: int) -> float:
+    """How far C = A·B computed from FP32 inputs rounded to ``precision``, with exact products summed in FP32,
+    can lie from the exact product, in units of ``|A|·|B|`` (element by element): rounding each input moves a
+    product by at most ``2u + u²`` of ``|a|·|b|`` (``u`` = :func:`unit_roundoff`; 0 for FP32 inputs, which are not
+    rounded), and the FP32 sum of K terms adds chapter 1's ``gamma(K+2)`` of the rounded terms, at most
+    ``(1 + u)²`` times ``|a|·|b|``. A worst case over every order of summation; typical errors are far smaller."""
+    u = 0.0 if precision == "FP32" else unit_roundoff(precision)
+    n = K + 2
+    gamma = n * verify.UNIT_ROUNDOFF / (1 - n * verify.UNIT_ROUNDOFF)
+    return 2 * u + u * u + gamma * (1 + u) ** 2
+
+
 def supports(precision: str, compute_capability: tuple[int, int]) -> bool:
-    """Whether code for ``compute_capability`` has a tensor-core instruction for ``precision`` inputs:
-    FP16 from 7.5 (Turing, a T4), BF16 from 8.0 (Ampere)."""
+    """Whether code for ``compute_capability`` has a tensor-core instruction for ``precision`` inputs
+    (:data:`MIN_CAPABILITY`)."""
     _require(precision)
-    return tuple(compute_capability) >= ((8, 0) if precision == "BF16" else (7, 5))
+    return tuple(compute_capability) >= MIN_CAPABILITY[precision]
 
 
 def _capability(target: str) -> tuple[int, int]:
@@ -81,11 +125,20 @@ class TensorGemmKernel(GemmKernel):
     def resources(self):
         return self.compiled().resources(self.entry_point)
 
+    @property
+    def input_precision(self) -> str:
+        return self.precision
+
+    def reference(self, A: np.ndarray, B: np.ndarray) -> verify.Reference:
+        """A·B of the inputs rounded to this kernel's format (the products are exact in FP32, so chapter 1's
+        bound for FP32 sums applies)."""
+        return verify.Reference(rounded(A, self.precision), rounded(B, self.precision))
+
     def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
         if not supports(self.precision, spec.compute_capability):
             raise RuntimeError(f"{self.name}: {spec.name} (compute capability {spec.compute_capability[0]}."
                                f"{spec.compute_capability[1]}) has no {self.precision} tensor-core instruction; "
-                               "FP16 needs 7.5, BF16 8.0")
+                               "FP16 needs 7.5, BF16 and TF32 8.0")
         if extra_shared:
             raise ValueError(f"{self.name}: extra shared memory is for chapter 5's kernels, not the tensor-core ones")
         M, N, K = checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
@@ -98,7 +151,7 @@ class TensorGemmKernel(GemmKernel):
         compiled = self.compiled()
         if not supports(self.precision, _capability(compiled.arch)):
             raise RuntimeError(f"{self.name}: compiled for {compiled.arch}, which has no {self.precision} tensor-core "
-                               "instruction (GEMMLAB_ARCH names an older architecture than BF16 needs, 8.0)")
+                               "instruction (GEMMLAB_ARCH names an older architecture than BF16 and TF32 need, 8.0)")
         fn = compiled.prepared(self.entry_point, "PPPiii")
         if limits.needs_shared_opt_in(fn.shared_size_bytes, self.dynamic_shared):
             from pycuda.driver import function_attribute
@@ -111,18 +164,34 @@ class TensorGemmKernel(GemmKernel):
         M, N, K = self.check(A, B, device.current(), device.free_memory(), extra_shared)
         from pycuda import gpuarray
 
-        return DeviceProblem(self, M, N, K, gpuarray.to_gpu(to_device_format(A, self.precision)),
-                             gpuarray.to_gpu(to_device_format(B, self.precision)), gpuarray.empty((M, N), np.float32))
+        a, b = device_operands(A, B, self.precision)
+        return DeviceProblem(self, M, N, K, gpuarray.to_gpu(a), gpuarray.to_gpu(b), gpuarray.empty((M, N), np.float32))
+
+
+def unavailable_reason(kernel: TensorGemmKernel, spec: device.DeviceSpec) -> str | None:
+    """Why ``kernel`` cannot run on ``spec``, in one sentence, or None where it can."""
+    if not supports(kernel.precision, spec.compute_capability):
+        return (f"{kernel.name}: the {spec.name} has no {kernel.precision} tensor-core instruction "
+                f"(compute capability {MIN_CAPABILITY[kernel.precision][0]}.{MIN_CAPABILITY[kernel.precision][1]} or newer).")
+    if kernel.dynamic_shared > spec.shared_per_block_optin:
+        return (f"{kernel.name}: needs {kernel.dynamic_shared:,} bytes of shared memory per block; the {spec.name} "
+                f"allows {spec.shared_per_block_optin:,}.")
+    return None
 
 
 def wmma_kernel(precision: str = "FP16") -> TensorGemmKernel:
-    _require(precision)
-    return TensorGemmKernel(f"tc_wmma_{precision.lower()}", 8, SOURCE, "tc_wmma", (256, 1, 1), (128, 128),
+    """Chapter 8's first step, WMMA fragments; FP16 or BF16 inputs."""
+    if precision not in SIXTEEN_BIT:
+        raise ValueError(f"the WMMA kernel takes {' or '.join(SIXTEEN_BIT)} inputs, got {precision!r}")
+    return TensorGemmKernel(f"tc_wmma_{PRECISIONS[precision]}", 8, SOURCE, "tc_wmma", (256, 1, 1), (128, 128),
                             "WMMA 16x16x16 fragments from shared-memory tiles", precision=precision)
 
 
 def mma_kernel(config: TcConfig, precision: str = "FP16", name: str | None = None) -> TensorGemmKernel:
+    """The ``mma.sync`` kernel of one configuration for ``precision`` inputs (one of ``config.precisions``)."""
     _require(precision)
-    return TensorGemmKernel(name or f"{config.function}_{precision.lower()}", 8, SOURCE, config.function,
+    if precision not in config.precisions:
+        raise ValueError(f"{config.function} is compiled for {', '.join(config.precisions)} inputs, not {precision}")
+    return TensorGemmKernel(name or f"{config.function}_{PRECISIONS[precision]}", 8, SOURCE, config.function,
                             (config.threads, 1, 1), (config.BM, config.BN), "mma.sync + ldmatrix", precision=precision,
-                            dynamic_shared=config.shared_bytes)
+                            dynamic_shared=config.shared_bytes(precision))

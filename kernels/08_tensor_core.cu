@@ -1,21 +1,26 @@
-// Chapter 8: GEMM on the tensor cores. A (M x K) and B (K x N) hold 16-bit values (FP16 or BF16), row-major;
-// C (M x N) is FP32, row-major, and every product is accumulated in FP32.
+// Chapter 8: GEMM on the tensor cores. C (M x N) is FP32, row-major, and every product is accumulated in FP32.
+// FP16 and BF16: A (M x K) and B (K x N) hold 16-bit values, row-major. TF32: A (M x K) and B's transpose
+// (N x K) hold FP32 values already rounded to TF32, row-major: K runs along the rows of both, because ldmatrix
+// can transpose 16-bit elements only, and a TF32 B fragment wants B's columns (the launcher stores B that way).
 //
-// The launcher (gemmlab.tensor_gemm) converts the FP32 operands and pads each row of A and of B with zeros to a
-// multiple of 8 elements, 16 bytes: lda = K rounded up to 8, ldb = N rounded up to 8. Every 16-byte chunk the
-// kernels copy is then either wholly inside a row or wholly in its padding, so one predicate per chunk handles
-// every size, 1 x 1 x 1 included: A's chunks up to lda (the padding is zeros), B's rows up to K (B has K rows;
-// the rows k >= K of a tile are filled with zeros, never read: memory there could hold a NaN, and 0 x NaN is NaN).
+// The launcher (gemmlab.tensor_gemm) converts the FP32 operands and pads each row with zeros to a multiple of
+// 16 bytes: lda = K rounded up to 8 (16-bit) or 4 (TF32), ldb = N rounded up to 8 (16-bit), ldb = K rounded up
+// to 4 (TF32, B's transpose). Every 16-byte chunk the kernels copy is then either wholly inside a row or wholly in
+// its padding, so one predicate per chunk handles every size, 1 x 1 x 1 included: chunks along a padded row up to
+// its length (the padding is zeros), rows up to their number (B has K rows in 16 bits: the rows k >= K of a tile
+// are filled with zeros, never read: memory there could hold a NaN, and 0 x NaN is NaN).
 //
 //   tc_wmma_<type>                 - the first step: WMMA fragments (16 x 16 x 16) from shared-memory tiles.
-//   tc_mma_<config>_<type>         - mma.sync m16n8k16 fed by ldmatrix, one template, switched per config:
+//   tc_mma_<config>_<type>         - mma.sync (m16n8k16; m16n8k8 for TF32) fed by ldmatrix, one template, switched per config:
 //        SWIZZLE  XOR swizzle of 16-byte chunks in the shared tiles (gemmlab.mma.swizzle_chunk), so that
 //                 every ldmatrix and every tile store is free of bank conflicts;
 //        ASYNC    cp.async copies global -> shared in a ring of STAGES tiles (sm_80+; compiled for sm_75 the
 //                 copies are plain 16-byte loads and stores, and the ring still runs);
+//        PREFETCH the next k-step's fragments loaded while this one's mma run, across tiles too;
+//        SPREAD   the next tile's cp.async copies issued a share per k-step instead of all at once;
 //        BM x BN x BK block tile, WM x WN warp tile.
-//   <type>: f16 or bf16. On sm_75 (a T4) there is no BF16 tensor-core instruction: the bf16 entry points stop
-//   with a trap there, and the launcher refuses them before that.
+//   <type>: f16, bf16 or tf32. On sm_75 (a T4) there is no BF16 or TF32 tensor-core instruction: those entry points
+//   stop with a trap there, and the launcher refuses them before that.
 //
 // One k-step of 16 is one m16n8k16 on sm_80+; on sm_75 it is two m16n8k8, whose fragments are the two halves of
 // the m16n8k16 ones (gemmlab.mma gives both layouts).
@@ -70,6 +75,12 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p)
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)));
 }
 
+__device__ __forceinline__ void ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, const void* p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(smem_u32(p)));
+}
+
 __device__ __forceinline__ void ldmatrix_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, const void* p)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
@@ -78,12 +89,19 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned& r0, unsigned& r1, un
 // [/ldmatrix]
 
 // [mma]
-// c += a * b for one 16 x 8 x 16 step: a = 4 registers of A (16 x 16), b = 2 of B (16 x 8), c = 4 floats.
-template <bool BF16>
-__device__ __forceinline__ void mma_16x8x16(float (&c)[4], const unsigned (&a)[4], const unsigned* b)
+// c += a * b for one k-step: a = 4 registers of A (16 x 16 16-bit, or 16 x 8 TF32), b = 2 of B, c = 4 floats.
+enum Kind { F16 = 0, BF16 = 1, TF32 = 2 };
+
+template <int KIND>
+__device__ __forceinline__ void mma_step(float (&c)[4], const unsigned (&a)[4], const unsigned* b)
 {
 #if __CUDA_ARCH__ >= 800
-    if constexpr (BF16)
+    if constexpr (KIND == TF32)
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else if constexpr (KIND == BF16)
         asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
                      "{%8, %9}, {%0, %1, %2, %3};"
                      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -94,8 +112,8 @@ __device__ __forceinline__ void mma_16x8x16(float (&c)[4], const unsigned (&a)[4
                      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
-    if constexpr (BF16) {
-        __trap();       // sm_75 has no BF16 mma; the launcher refuses before this
+    if constexpr (KIND != F16) {
+        __trap();       // sm_75 has no BF16 or TF32 mma; the launcher refuses before this
     } else {
         // k 0..7: A registers 0, 1 and B register 0; k 8..15: A registers 2, 3 and B register 1
         asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
@@ -153,26 +171,32 @@ __device__ __forceinline__ void store_pair(float* C, int M, int N, int r, int c,
 }
 
 // [tc_gemm]
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool SWIZZLE, bool ASYNC, bool PREFETCH, bool BF16>
-__device__ __forceinline__ void tc_gemm(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool SWIZZLE, bool ASYNC, bool PREFETCH, bool SPREAD, int KIND>
+__device__ __forceinline__ void tc_gemm(const unsigned char* __restrict__ A, const unsigned char* __restrict__ B,
                                         float* __restrict__ C, int M, int N, int K)
 {
     constexpr int WARPS_N = BN / WN, THREADS = 32 * (BM / WM) * WARPS_N;
     constexpr int MI = WM / 16, NI = WN / 8;                   // m16 and n8 fragments per warp
-    constexpr int A_ROW = BK * 2, B_ROW = BN * 2;              // bytes per row of the shared tiles
-    constexpr int A_CHUNKS = BM * BK / 8, B_CHUNKS = BK * BN / 8;
-    constexpr int STAGE = BM * A_ROW + BK * B_ROW;
+    constexpr int ELEM = KIND == TF32 ? 4 : 2, PER_CHUNK = 16 / ELEM;
+    constexpr int A_ROW = BK * ELEM;                           // bytes per row of the A tile (BM rows)
+    constexpr bool B_KMAJOR = KIND == TF32;                    // TF32: the B tile holds B's transpose, BN rows of K
+    constexpr int B_ROWS = B_KMAJOR ? BN : BK, B_ROW = B_KMAJOR ? A_ROW : BN * ELEM;
+    constexpr int A_CHUNKS = BM * A_ROW / 16, B_CHUNKS = B_ROWS * B_ROW / 16;
+    constexpr int STAGE = BM * A_ROW + B_ROWS * B_ROW;
+    constexpr int KSTEPS = A_ROW / 32;                          // a k-step is 32 bytes of K: 16 x 16-bit, 8 x TF32
 #if __CUDA_ARCH__ >= 800
     constexpr int RING = STAGES;
 #else
     constexpr int RING = 2;         // sm_75 copies synchronously: more stages would only cost registers
 #endif
-    static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0, "tile shapes");
+    static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 16 == 0 && A_ROW % 64 == 0, "tile shapes");
     static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "every thread copies whole chunks");
     static_assert(STAGES >= 2 && (ASYNC || STAGES == 2), "a ring of stages needs cp.async");
+    static_assert(PREFETCH || !SPREAD, "spreading the copies over the k-steps is part of the prefetching loop");
 
     extern __shared__ __align__(128) unsigned char smem[];
-    const int lda = (K + 7) & ~7, ldb = (N + 7) & ~7;
+    const int lda = (K + PER_CHUNK - 1) / PER_CHUNK * PER_CHUNK;          // elements per row of A
+    const int ldb = B_KMAJOR ? lda : (N + PER_CHUNK - 1) / PER_CHUNK * PER_CHUNK;
     int bm, bn;
     block_coords(M, N, BM, BN, bm, bn);
     const int m0 = bm * BM, n0 = bn * BN;
@@ -180,23 +204,44 @@ __device__ __forceinline__ void tc_gemm(const uint16_t* __restrict__ A, const ui
     const int wm0 = warp / WARPS_N * WM, wn0 = warp % WARPS_N * WN;
 
     // [load_tile]
-    auto load_tile = [&](int kt, int stage) {
+    // Each thread's copies, planned once: THREADS is a multiple of the chunks in a row, so all of a thread's chunks
+    // of a tile sit in one 16-byte column, STEP rows apart, and (STEP being a multiple of 8) at
+    // one swizzled column too. A copy is then a base plus constants; `part` of `parts` lets the copies of a tile be
+    // spread over the k-steps of the tile before. Chunk q: A's first, then B's.
+    constexpr int A_CPR = A_ROW / 16, B_CPR = B_ROW / 16;                  // chunks per row
+    constexpr int A_STEP = THREADS / A_CPR, B_STEP = THREADS / B_CPR;      // rows between a thread's chunks
+    constexpr int A_PER = A_CHUNKS / THREADS, B_PER = B_CHUNKS / THREADS;
+    static_assert(THREADS % A_CPR == 0 && THREADS % B_CPR == 0 && A_STEP % 8 == 0 && B_STEP % 8 == 0,
+                  "a thread's chunks share a (swizzled) column");
+    const int a_r = threadIdx.x / A_CPR, a_ch = threadIdx.x % A_CPR;
+    const int b_r = threadIdx.x / B_CPR, b_ch = threadIdx.x % B_CPR;
+    const int a_dst = chunk_offset<A_ROW, SWIZZLE>(a_r, a_ch), b_dst = chunk_offset<B_ROW, SWIZZLE>(b_r, b_ch);
+    const unsigned char* a_src = A + (static_cast<size_t>(m0 + a_r) * lda + PER_CHUNK * a_ch) * ELEM;
+    const unsigned char* b_src = B_KMAJOR ? B + (static_cast<size_t>(n0 + b_r) * ldb + PER_CHUNK * b_ch) * ELEM
+                                          : B + (static_cast<size_t>(b_r) * ldb + n0 + PER_CHUNK * b_ch) * ELEM;
+    auto load_tile = [&](int kt, int stage, int part, int parts) {
         unsigned char* as = smem + stage * STAGE;
         unsigned char* bs = as + BM * A_ROW;
         const int k0 = kt * BK;
 #pragma unroll
-        for (int i = 0; i < A_CHUNKS / THREADS; ++i) {
-            const int id = threadIdx.x + i * THREADS, r = id / (BK / 8), ch = id % (BK / 8);
-            const int gr = m0 + r, gk = k0 + 8 * ch;
-            const bool inside = gr < M && gk < lda;
-            copy16<ASYNC>(as + chunk_offset<A_ROW, SWIZZLE>(r, ch), A + (inside ? static_cast<size_t>(gr) * lda + gk : 0), inside);
-        }
-#pragma unroll
-        for (int i = 0; i < B_CHUNKS / THREADS; ++i) {
-            const int id = threadIdx.x + i * THREADS, r = id / (BN / 8), ch = id % (BN / 8);
-            const int gk = k0 + r, gn = n0 + 8 * ch;
-            const bool inside = gk < K && gn < ldb;   // B has K rows (padded in length, not in number)
-            copy16<ASYNC>(bs + chunk_offset<B_ROW, SWIZZLE>(r, ch), B + (inside ? static_cast<size_t>(gk) * ldb + gn : 0), inside);
+        for (int q = 0; q < A_PER + B_PER; ++q) {
+            if (q % parts != part)
+                continue;
+            if (q < A_PER) {
+                const bool inside = m0 + a_r + q * A_STEP < M && k0 + PER_CHUNK * a_ch < lda;
+                copy16<ASYNC>(as + a_dst + q * A_STEP * A_ROW,
+                              inside ? a_src + (static_cast<size_t>(q * A_STEP) * lda + k0) * ELEM : A, inside);
+            } else if constexpr (B_KMAJOR) {
+                const int p = q - A_PER;
+                const bool inside = n0 + b_r + p * B_STEP < N && k0 + PER_CHUNK * b_ch < ldb;
+                copy16<ASYNC>(bs + b_dst + p * B_STEP * B_ROW,
+                              inside ? b_src + (static_cast<size_t>(p * B_STEP) * ldb + k0) * ELEM : B, inside);
+            } else {
+                const int p = q - A_PER;   // B has K rows (padded in length, not in number)
+                const bool inside = k0 + b_r + p * B_STEP < K && n0 + PER_CHUNK * b_ch < ldb;
+                copy16<ASYNC>(bs + b_dst + p * B_STEP * B_ROW,
+                              inside ? b_src + static_cast<size_t>(k0 + p * B_STEP) * ldb * ELEM : B, inside);
+            }
         }
     };
     // [/load_tile]
@@ -211,28 +256,44 @@ __device__ __forceinline__ void tc_gemm(const uint16_t* __restrict__ A, const ui
                 acc[i][j][e] = 0.0f;
 
     // [warp_step]
-    // The warp's fragments for one k-step of 16: A by ldmatrix.x4 (a 16 x 16 block; lane l points at row l % 16,
-    // chunk l / 16), B by ldmatrix.x4.trans (two 8-column blocks; lane l points at k-row l % 8 + 8 * (l / 8 % 2),
-    // column block l / 16). Two sets, so that the next k-step's loads are in flight during this one's mma.
+    // The warp's fragments for one k-step (32 bytes of K): A by ldmatrix.x4, a 16-row block whose lane l points at
+    // row l % 16, chunk l / 16 (the same in bytes for 16-bit and TF32 elements). B, 16-bit: ldmatrix.x4.trans, two
+    // 8-column blocks; lane l points at k-row l % 8 + 8 * (l / 8 % 2), column block l / 16. B, TF32 (B's transpose in
+    // the tile): ldmatrix.x4 without .trans; lane l points at n-row l % 8 + 8 * (l / 16), chunk l / 8 % 2.
+    // Rows 16 apart swizzle alike, so a few offsets per lane, computed once, serve every fragment.
+    // Two sets, so that the next k-step's loads are in flight during this one's mma.
+    static_assert(B_KMAJOR || B_ROW >= 128, "B's rows of at least 128 bytes: 16 k-rows apart swizzle alike");
+    constexpr int B_OFFS = B_KMAJOR ? KSTEPS : NI / 2;
+    int a_off[KSTEPS], b_off[B_OFFS];
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)
+        a_off[kk] = chunk_offset<A_ROW, SWIZZLE>(wm0 + lane % 16, 2 * kk + lane / 16);
+#pragma unroll
+    for (int t = 0; t < B_OFFS; ++t)
+        b_off[t] = B_KMAJOR ? BM * A_ROW + chunk_offset<B_ROW, SWIZZLE>(wn0 + lane % 8 + 8 * (lane / 16), 2 * t + lane / 8 % 2)
+                            : BM * A_ROW + chunk_offset<B_ROW, SWIZZLE>(lane % 8 + 8 * (lane / 8 % 2), (wn0 + 16 * t) / 8 + lane / 16);
     unsigned a[2][MI][4], b[2][NI][2];
     auto load_fragments = [&](int stage, int kk, int set) {
-        const unsigned char* as = smem + stage * STAGE;
-        const unsigned char* bs = as + BM * A_ROW;
+        const unsigned char* st = smem + stage * STAGE;
 #pragma unroll
         for (int i = 0; i < MI; ++i)
-            ldmatrix_x4(a[set][i], as + chunk_offset<A_ROW, SWIZZLE>(wm0 + 16 * i + lane % 16, 2 * kk + lane / 16));
+            ldmatrix_x4(a[set][i], st + a_off[kk] + 16 * i * A_ROW);
 #pragma unroll
-        for (int j = 0; j < NI / 2; ++j)
-            ldmatrix_x4_trans(b[set][2 * j][0], b[set][2 * j][1], b[set][2 * j + 1][0], b[set][2 * j + 1][1],
-                              bs + chunk_offset<B_ROW, SWIZZLE>(16 * kk + lane % 8 + 8 * (lane / 8 % 2),
-                                                                (wn0 + 16 * j) / 8 + lane / 16));
+        for (int j = 0; j < NI / 2; ++j) {
+            if constexpr (B_KMAJOR)
+                ldmatrix_x4(b[set][2 * j][0], b[set][2 * j][1], b[set][2 * j + 1][0], b[set][2 * j + 1][1],
+                            st + b_off[kk] + 16 * j * B_ROW);
+            else
+                ldmatrix_x4_trans(b[set][2 * j][0], b[set][2 * j][1], b[set][2 * j + 1][0], b[set][2 * j + 1][1],
+                                  st + b_off[j] + 16 * kk * B_ROW);
+        }
     };
     auto mma_all = [&](int set) {
 #pragma unroll
         for (int i = 0; i < MI; ++i)
 #pragma unroll
             for (int j = 0; j < NI; ++j)
-                mma_16x8x16<BF16>(acc[i][j], a[set][i], b[set][j]);
+                mma_step<KIND>(acc[i][j], a[set][i], b[set][j]);
     };
     // [/warp_step]
 
@@ -242,13 +303,13 @@ __device__ __forceinline__ void tc_gemm(const uint16_t* __restrict__ A, const ui
     // Without PREFETCH each tile starts with a wait (at most RING - 2 younger copies pending) and a barrier,
     // and each k-step loads its fragments, then multiplies. With PREFETCH the fragments of step kk + 1 are
     // loaded before the mma of step kk, across tiles too: the wait and the barrier for tile kt + 1 come at the
-    // last k-step of tile kt, before its first fragments are read.
-    constexpr int KSTEPS = BK / 16;
+    // last k-step of tile kt, before its first fragments are read. With SPREAD the copies of tile kt + RING - 1
+    // are issued a share per k-step of tile kt, between the mma, and committed as one group at its last k-step.
     const int tiles = (lda + BK - 1) / BK;
 #pragma unroll
     for (int s = 0; s < RING - 1; ++s) {
         if (s < tiles)
-            load_tile(s, s);
+            load_tile(s, s, 0, 1);
         copy_commit();
     }
     if constexpr (!PREFETCH) {
@@ -257,7 +318,7 @@ __device__ __forceinline__ void tc_gemm(const uint16_t* __restrict__ A, const ui
             __syncthreads();
             const int next = kt + RING - 1;
             if (next < tiles)
-                load_tile(next, next % RING);
+                load_tile(next, next % RING, 0, 1);
             copy_commit();
 #pragma unroll
             for (int kk = 0; kk < KSTEPS; ++kk) {
@@ -271,13 +332,14 @@ __device__ __forceinline__ void tc_gemm(const uint16_t* __restrict__ A, const ui
         __syncthreads();
         load_fragments(0, 0, 0);
         for (int kt = 0; kt < tiles; ++kt) {
+            const int next = kt + RING - 1;
 #pragma unroll
             for (int kk = 0; kk < KSTEPS; ++kk) {
-                if (kk == 0) {
-                    const int next = kt + RING - 1;
+                if (SPREAD || kk == 0) {
                     if (next < tiles)
-                        load_tile(next, next % RING);
-                    copy_commit();
+                        load_tile(next, next % RING, SPREAD ? kk : 0, SPREAD ? KSTEPS : 1);
+                    if (!SPREAD || kk == KSTEPS - 1)
+                        copy_commit();
                 }
                 if (kk < KSTEPS - 1) {
                     load_fragments(kt % RING, kk + 1, (kk + 1) % 2);
@@ -314,14 +376,14 @@ __device__ __forceinline__ void tc_gemm(const uint16_t* __restrict__ A, const ui
 // unspecified, so results go out through a 16 x 16 scratch tile per warp.
 namespace wmma = nvcuda::wmma;
 
-template <bool BF16> struct Element { using T = __half; };
+template <bool IS_BF16> struct Element { using T = __half; };
 template <> struct Element<true> { using T = __nv_bfloat16; };
 
-template <bool BF16>
+template <bool IS_BF16>
 __device__ __forceinline__ void tc_wmma(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
                                         float* __restrict__ C, int M, int N, int K)
 {
-    using T = typename Element<BF16>::T;
+    using T = typename Element<IS_BF16>::T;
     constexpr int BM = 128, BN = 128, BK = 32, THREADS = 256;
     __shared__ __align__(128) T as[BM * BK];
     __shared__ __align__(128) T bs[BK * BN];
@@ -331,7 +393,7 @@ __device__ __forceinline__ void tc_wmma(const uint16_t* __restrict__ A, const ui
     const int m0 = bm * BM, n0 = bn * BN, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm0 = warp / 2 * 32, wn0 = warp % 2 * 64;
 #if __CUDA_ARCH__ < 800
-    if constexpr (BF16) {
+    if constexpr (IS_BF16) {
         __trap();       // sm_75 has no BF16 WMMA; the launcher refuses before this
     } else
 #endif
@@ -402,5 +464,5 @@ extern "C" __global__ void __launch_bounds__(256) tc_wmma_bf16(const uint16_t* A
     tc_wmma<true>(A, B, C, M, N, K);
 }
 
-// The configurations of tc_gemm are gemmlab's (gemmlab/tc_configs.py): it appends one FP16 and one BF16 entry point
-// per configuration to this file, named tc_mma_<BM>x<BN>x<BK>_<WM>x<WN>_s<STAGES>[_swz][_async][_pf]_<f16|bf16>.
+// The configurations of tc_gemm are gemmlab's (gemmlab/tc_configs.py): it appends an entry point per configuration
+// and input format to this file, named tc_mma_<BM>x<BN>x<BK>_<WM>x<WN>_s<STAGES>[_swz][_async][_pf][_sp]_<f16|bf16|tf32>.

@@ -16,5 +16,5 @@ step() {  # step NAME CMD...: run, log, time
 }
 step execute bash scripts/execute.sh
 step gpu-tests bash scripts/gpu-test.sh
-step bench python3 -m gemmlab bench --json results/bench.json
+step bench python3 -m gemmlab bench --precision all --json results/bench.json
 exit $status

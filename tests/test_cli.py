@@ -18,7 +18,7 @@ def one_sentence(msg: str) -> bool:
 
 
 @no_gpu_only
-@pytest.mark.parametrize("command", [["bench", "--sizes", "64"], ["info"]])
+@pytest.mark.parametrize("command", [["bench", "--sizes", "64"], ["bench", "--sizes", "64", "--precision", "all"], ["info"]])
 def test_cli_says_why_in_one_sentence(command, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "gemmlab", *command, *(["--json", str(tmp_path / "b.json")] if command[0] == "bench" else [])],
                           capture_output=True, text=True, timeout=120)
@@ -46,3 +46,11 @@ def test_unknown_kernel_name_is_refused_before_the_gpu():
     proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--kernels", "fastest"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "no course kernel named fastest; choose from naive" in proc.stderr
+
+
+def test_precision_names_its_own_kernels():
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--precision", "TF32", "--kernels", "tc_prefetch_f16"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "no course kernel named tc_prefetch_f16; choose from tc_prefetch_tf32" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--precision", "FP8"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "invalid choice: 'FP8'" in proc.stderr

@@ -91,7 +91,7 @@ def test_the_signature_of_earlier_solutions_still_works():
     assert [p.name for p in params[:6]] == ["source", "function", "block", "grid", "sizes", "quiet"]
     assert params[4].default is exercises.SIZES and params[5].default is False
     assert all(p.kind is p.KEYWORD_ONLY and p.default is not p.empty for p in params[6:])
-    assert {p.name for p in params[6:]} == {"faster_than", "at", "conflict_free", "blocks_per_sm"}
+    assert {p.name for p in params[6:]} == {"faster_than", "at", "conflict_free", "blocks_per_sm", "precision"}
 
 
 def test_sizes_include_the_awkward_ones():

@@ -15,21 +15,26 @@ def test_every_configuration_is_valid_named_once_and_compiled():
     assert all(not c.problems() for c in CONFIGS)
     text = compile_units.unit(tc_configs.SOURCE).text
     for c in CONFIGS:
-        for suffix in ("f16", "bf16"):
-            assert re.search(rf"void __launch_bounds__\({c.threads}, {c.MIN_BLOCKS}\)\n{c.function}_{suffix}\(", text)
+        for p, suffix in tc_configs.SUFFIXES.items():
+            found = re.search(rf"void __launch_bounds__\({c.threads}, {c.MIN_BLOCKS}\)\n{c.function}_{suffix}\(", text)
+            assert bool(found) == (p in c.precisions), (c.function, p)
+    assert {p for c in CONFIGS for p in c.precisions} == set(tc_configs.SUFFIXES)
     assert compile_units.unit(tc_configs.SOURCE).config_sha            # the generated part is in the provenance
 
 
 def test_the_ladder_steps_are_one_change_apart():
-    """Each of the first five configurations switches on one technique (or one larger tile) over the one before."""
-    steps = CONFIGS[:6]
+    """Each of the first seven configurations switches on one technique (or one larger tile) over the one before."""
+    steps = CONFIGS[:7]
     for before, after in zip(steps, steps[1:]):
-        diff = [f for f in ("BN", "STAGES", "SWIZZLE", "ASYNC", "PREFETCH") if getattr(before, f) != getattr(after, f)]
+        diff = [f for f in ("BN", "STAGES", "SWIZZLE", "ASYNC", "PREFETCH", "SPREAD") if getattr(before, f) != getattr(after, f)]
         assert len(diff) == 1, (before.function, after.function, diff)
 
 
 @pytest.mark.parametrize("bad, why", [
-    (TcConfig(128, 128, 16, 64, 64, 2, True, True), "BK of 32"),
+    (TcConfig(128, 128, 16, 64, 64, 2, True, True), "multiple of 64"),
+    (TcConfig(128, 128, 8, 64, 64, 2, True, True, precisions=("TF32",)), "TF32: a row of BK = 8"),
+    (TcConfig(128, 128, 32, 64, 64, 2, True, True, False, True), "part of the PREFETCH loop"),
+    (TcConfig(128, 128, 32, 64, 64, 2, True, True, precisions=("FP8",)), "precisions must be"),
     (TcConfig(128, 128, 32, 48, 64, 2, True, True), "multiples of the warp tile"),
     (TcConfig(128, 128, 32, 64, 64, 3, True, False), "only with ASYNC"),
     (TcConfig(64, 64, 32, 16, 16, 2, True, True), "whole 16-byte chunks"),
@@ -44,26 +49,50 @@ def test_bad_configurations_are_refused_before_compiling(bad, why):
 
 def test_shared_memory_of_each_configuration():
     c = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf")
-    assert c.shared_bytes == 4 * 2 * (128 * 32 + 32 * 256) == 98_304 and c.threads == 256
-    assert max(c.shared_bytes for c in CONFIGS) <= device.H200.shared_per_block_optin
+    assert c.shared_bytes() == 4 * 2 * (128 * 32 + 32 * 256) == 98_304 and c.threads == 256
+    assert c.shared_bytes("TF32") == 2 * c.shared_bytes("BF16")
+    assert max(c.shared_bytes(p) for c in CONFIGS for p in c.precisions) <= device.H200.shared_per_block_optin
 
 
-@pytest.mark.parametrize("precision", ["FP16", "BF16"])
+@pytest.mark.parametrize("precision", ["FP16", "BF16", "TF32"])
 def test_operands_are_rounded_and_padded_with_zeros(precision):
     A, _ = verify.random_operands(5, 3, 9, seed=2)
     D = tensor_gemm.to_device_format(A, precision)
-    assert D.dtype == np.uint16 and D.shape == (5, 16)
+    assert D.shape == ((5, 16) if precision != "TF32" else (5, 12))
+    assert D.dtype == (np.float32 if precision == "TF32" else np.uint16)
     assert not D[:, 9:].any()
-    back = D[:, :9].view(np.float16).astype(np.float32) if precision == "FP16" else mma.bf16_to_f32(D[:, :9])
+    back = {"FP16": lambda d: d.view(np.float16).astype(np.float32), "BF16": mma.bf16_to_f32,
+            "TF32": lambda d: d}[precision](D[:, :9])
     assert np.array_equal(back, tensor_gemm.rounded(A, precision))
-    unit = {"FP16": 2.0**-11, "BF16": 2.0**-8}[precision]
+    unit = {"FP16": 2.0**-11, "BF16": 2.0**-8, "TF32": 2.0**-11}[precision]
     assert np.all(np.abs(back - A) <= unit * np.abs(A))                 # round to nearest: within half an ulp
+    if precision == "TF32":
+        assert not (D.view(np.uint32) & 0x1FFF).any()                   # 10 mantissa bits: the low 13 are zero
 
 
-@pytest.mark.parametrize("precision", ["FP16", "BF16"])
+def test_tf32_kernels_take_b_transposed():
+    A, B = verify.random_operands(3, 5, 7, seed=1)
+    a, b = tensor_gemm.device_operands(A, B, "TF32")
+    assert a.shape == (3, 8) and b.shape == (5, 8)
+    assert np.array_equal(b[:, :7], mma.to_tf32(B.T))
+    a16, b16 = tensor_gemm.device_operands(A, B, "FP16")
+    assert b16.shape == (7, 8)
+
+
+def test_tf32_rounding_is_to_nearest_even_and_keeps_nan_and_inf():
+    one = np.float32(1.0)
+    ulp = np.float32(2.0**-10)
+    x = np.array([one + ulp / 2, one + 3 * ulp / 2, one + ulp / 2 + 2.0**-20, np.nan, -np.inf,
+                  np.finfo(np.float32).max], np.float32)
+    r = mma.to_tf32(x)
+    assert r[0] == one and r[1] == one + 2 * ulp and r[2] == one + ulp      # ties to even, else nearest
+    assert np.isnan(r[3]) and r[4] == -np.inf and np.isinf(r[5])
+
+
+@pytest.mark.parametrize("precision", ["FP16", "BF16", "TF32"])
 def test_products_of_16_bit_values_are_exact_in_fp32(precision):
     """Why the kernels are checked against the rounded inputs with chapter 1's FP32 bound: a product of two
-    FP16 (11 significant bits) or BF16 (8) values needs at most 22 bits, and FP32 has 24."""
+    FP16 or TF32 (11 significant bits) or BF16 (8) values needs at most 22 bits, and FP32 has 24."""
     a = tensor_gemm.rounded(np.random.default_rng(0).standard_normal(10_000).astype(np.float32), precision)
     b = tensor_gemm.rounded(np.random.default_rng(1).standard_normal(10_000).astype(np.float32), precision)
     assert np.array_equal((a * b).astype(np.float64), a.astype(np.float64) * b.astype(np.float64))
@@ -80,8 +109,10 @@ def test_which_gpus_have_which_instruction():
     assert tensor_gemm.supports("FP16", device.T4.compute_capability)
     assert not tensor_gemm.supports("BF16", device.T4.compute_capability)
     assert tensor_gemm.supports("BF16", device.H200.compute_capability)
-    with pytest.raises(ValueError, match="FP16, BF16"):
-        tensor_gemm.supports("TF32", (9, 0))
+    assert not tensor_gemm.supports("TF32", device.T4.compute_capability)
+    assert tensor_gemm.supports("TF32", device.H200.compute_capability)
+    with pytest.raises(ValueError, match="FP16, BF16, TF32"):
+        tensor_gemm.supports("FP8", (9, 0))
 
 
 def test_a_t4_is_refused_bf16_and_the_large_tiles_with_a_reason():
@@ -94,3 +125,79 @@ def test_a_t4_is_refused_bf16_and_the_large_tiles_with_a_reason():
     assert tensor_gemm.mma_kernel(CONFIGS[3]).check(A, B, device.T4, 1 << 34) == (64, 64, 64)
     with pytest.raises(ValueError, match="FP16, BF16"):
         tensor_gemm.mma_kernel(CONFIGS[0], "FP8")
+    with pytest.raises(ValueError, match="compiled for FP16, BF16 inputs, not TF32"):
+        tensor_gemm.mma_kernel(CONFIGS[0], "TF32")
+    with pytest.raises(ValueError, match="WMMA kernel takes FP16 or BF16"):
+        tensor_gemm.wmma_kernel("TF32")
+    tf32 = next(c for c in CONFIGS if c.precisions == ("TF32",))
+    with pytest.raises(RuntimeError, match="no TF32 tensor-core instruction"):
+        tensor_gemm.mma_kernel(tf32, "TF32").check(A, B, device.T4, 1 << 34)
+
+
+def test_tensor_peaks_match_the_datasheets():
+    """The per-SM rates times SMs and clock give the datasheets' dense peaks (FP32 sums): T4 65, A100 312 and
+    156 (TF32), H100/H200 989 at the 1.83 GHz the datasheet assumes; none where the GPU has no instruction."""
+    from dataclasses import replace
+    assert device.peak_tensor_flops(device.T4, "FP16") / 1e12 == pytest.approx(65.1, abs=0.2)
+    assert device.peak_tensor_flops(device.T4, "BF16") is None
+    assert device.peak_tensor_flops(device.A100, "FP16") / 1e12 == pytest.approx(311.9, abs=0.5)
+    assert device.peak_tensor_flops(device.A100, "TF32") / 1e12 == pytest.approx(156.0, abs=0.5)
+    h = replace(device.H200, sm_clock_khz=1_830_000)
+    assert device.peak_tensor_flops(h, "BF16") / 1e12 == pytest.approx(989.4, abs=1.0)
+    assert device.peak_tensor_flops(h, "TF32") / 1e12 == pytest.approx(494.7, abs=0.5)
+
+
+def test_chapter_8_ladders_by_precision():
+    from gemmlab import registry
+    f16, tf32 = registry.tensor_kernels("FP16"), registry.tensor_kernels("TF32")
+    assert list(f16)[0] == "tc_wmma_f16" and list(f16)[-1] == "tc_wide_f16"
+    assert all(k.precision == "FP16" and k.input_precision == "FP16" for k in f16.values())
+    assert [k.entry_point for k in f16.values()][1:] == [f"{c.function}_f16" for c in CONFIGS[:6]]
+    assert list(registry.tensor_kernels("BF16")) == [n.replace("_f16", "_bf16") for n in f16]
+    assert list(tf32) == ["tc_prefetch_tf32", "tc_wide_tf32"]
+    assert all("TF32" in tc_configs.config(k.function).precisions for k in tf32.values())
+    known = registry.known()
+    assert "tc_prefetch_bf16" in known and "tc_mma_128x256x16_64x64_s4_swz_async_pf_tf32" in known
+    assert all(k.input_precision == "FP32" for k in registry.correct_kernels())
+    with pytest.raises(ValueError, match="FP16, BF16, TF32"):
+        registry.tensor_kernels("FP32")
+
+
+def test_tensor_kernels_are_checked_against_the_rounded_inputs():
+    A, B = verify.random_operands(9, 7, 5, seed=3)
+    ref = tensor_gemm.wmma_kernel("BF16").reference(A, B)
+    assert np.array_equal(ref.A, tensor_gemm.rounded(A, "BF16")) and np.array_equal(ref.B, tensor_gemm.rounded(B, "BF16"))
+    from gemmlab import registry
+    plain = registry.lookup("naive").reference(A, B)
+    assert plain.A is A
+
+
+def test_error_bound_holds_and_is_reached():
+    """The bound of the chapter's precision section: never exceeded by a computation that rounds the inputs
+    and sums in FP32 (NumPy in float32 here), and reached (within 2%) by one product of two inputs just
+    below a rounding boundary."""
+    rng = np.random.default_rng(5)
+    K = 2048
+    A = rng.random((64, K), np.float32)          # all positive: no cancellation, the error grows fastest
+    B = rng.random((K, 48), np.float32)
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    scale = np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)
+    assert tensor_gemm.error_bound("FP32", K) == pytest.approx((K + 2) * 2.0**-24, rel=1e-3)
+    for p in ("FP16", "BF16", "TF32"):
+        C = tensor_gemm.rounded(A, p) @ tensor_gemm.rounded(B, p)         # float32 sums
+        worst = np.max(np.abs(C - exact) / scale)
+        assert worst <= tensor_gemm.error_bound(p, K)
+        u = tensor_gemm.unit_roundoff(p)
+        a = np.array([[1 + u * (1 - 2.0**-12)]], np.float32)             # rounds down to 1 in every format
+        err = abs(float(tensor_gemm.rounded(a, p)[0, 0]) ** 2 - float(a[0, 0]) ** 2) / float(a[0, 0]) ** 2
+        assert 0.98 * tensor_gemm.error_bound(p, 1) < err <= tensor_gemm.error_bound(p, 1)
+    assert tensor_gemm.unit_roundoff("BF16") == 2.0**-8
+
+
+def test_each_format_has_its_ceiling_probe():
+    from gemmlab import ceilings, probes
+    for spec in (device.T4, device.A100, device.H200):
+        for p in tensor_gemm.PRECISIONS:
+            assert ceilings.mma_form(p, spec) in probes.MMA_CEILINGS
+    assert ceilings.mma_form("FP16", device.T4) == ("m16n8k8", "f16")
+    assert ceilings.mma_form("BF16", device.H200) == ("m16n8k16", "bf16")

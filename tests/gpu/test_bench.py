@@ -43,3 +43,29 @@ def test_without_cupy_the_shares_of_cublas_read_dash(monkeypatch, capsys):
     r = bench.time_gemm(registry.lookup("tiled32"), A, A)
     assert bench.of_cublas(r, None) == "-" and bench.of_cublas(r, r) == "100.0%"
     assert "cuBLAS" not in bench.sweep(["naive"], [16])
+
+
+def test_cli_precision_all_writes_every_format_with_its_own_cublas(tmp_path):
+    """``--precision all``: chapter 8's ladders next to the FP32 one, each row saying its format; tensor rows
+    compared with cuBLAS in their own format and with the measured mma.sync ceiling of their format."""
+    from gemmlab import device, tensor_gemm
+
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--sizes", "100x60x36", "--repeat", "2",
+                           "--precision", "all", "--json", str(out)], capture_output=True, text=True, timeout=600,
+                          cwd=provenance.ROOT)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    rows = data["results"]
+    spec = device.current()
+    formats = ["FP32"] + [p for p in ("TF32", "FP16", "BF16") if tensor_gemm.supports(p, spec.compute_capability)]
+    assert {r["precision"] for r in rows} == set(formats)
+    assert set(data["mma_ceilings_tflops"]) == set(formats) - {"FP32"}
+    for p in formats[1:]:
+        mine = [r for r in rows if r["precision"] == p and r["kernel"] != "cuBLAS"]
+        assert {r["kernel"] for r in mine} <= set(registry.tensor_kernels(p)) and mine
+        assert all(r["correct"] and 0 < r["fraction_of_mma_ceiling"] for r in mine)
+        cub = [r for r in rows if r["precision"] == p and r["kernel"] == "cuBLAS"]
+        assert len(cub) == 1 and cub[0]["correct"]
+        assert all(r["fraction_of_cublas"] == r["tflops"] / cub[0]["tflops"] for r in mine)
+        assert all(r["fraction_of_fp32_peak"] is None for r in mine)

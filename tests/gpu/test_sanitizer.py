@@ -1,6 +1,7 @@
 """compute-sanitizer over every correct kernel of the registry at a small odd size, through the course's one
 sanitizer path (gemmlab.watchdog.run_sanitized, a child process under a timeout): no memory errors, no
-shared-memory races, no barrier misuse, and every result still right under the tool."""
+shared-memory races, no barrier misuse, and every result still right under the tool; chapter 8's tensor-core
+kernels too, checked against their rounded inputs."""
 
 import pytest
 
@@ -13,10 +14,24 @@ wrong = [k.name for k in registry.correct_kernels() if not verify.check(k(A, B),
 assert not wrong, wrong
 """
 
+CHECK_TENSOR = """
+from gemmlab import compiler, tc_configs, tensor_gemm, verify
+A, B = verify.random_operands(150, 260, 100)      # several blocks, several K-tiles through the ring, ragged edges
+arch = tensor_gemm._capability(compiler.target())
+kernels = [tensor_gemm.wmma_kernel(p) for p in tc_configs.SIXTEEN_BIT] + [
+    tensor_gemm.mma_kernel(c, p) for c in tc_configs.CONFIGS for p in c.precisions]
+ran = [k for k in kernels if tensor_gemm.supports(k.precision, arch)]
+wrong = [k.name for k in ran if not verify.Reference(tensor_gemm.rounded(A, k.precision),
+                                                     tensor_gemm.rounded(B, k.precision)).check(k(A, B)).ok]
+assert ran and not wrong, wrong
+"""
+
 
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
-def test_every_kernel_is_sanitizer_clean(tool):
-    report = watchdog.run_sanitized(tool, CHECK_ALL, timeout_s=900)
+@pytest.mark.parametrize("script", [CHECK_ALL, CHECK_TENSOR], ids=["fp32-kernels", "tensor-core-kernels"])
+def test_every_kernel_is_sanitizer_clean(script, tool):
+    """The FP32 kernels of the registry, then chapter 8's (cp.async rings, ldmatrix, swizzled tiles)."""
+    report = watchdog.run_sanitized(tool, script, timeout_s=900)
     if report.errors is None and "not installed" in report.note:
         pytest.skip(report.note)
     assert report.errors == 0 and report.program_ok, str(report)

@@ -1,7 +1,7 @@
-"""Chapter 8's tensor-core kernels on the GPU: every configuration in both precisions correct at awkward
+"""Chapter 8's tensor-core kernels on the GPU: every configuration in each of its precisions correct at awkward
 sizes (against the rounded inputs, with chapter 1's FP32 bound), NaN and Inf where NumPy puts them, the
-ceiling probes, and the refusals. Under GEMMLAB_ARCH=compute_75 the BF16 kernels are refused, the FP16
-ones run the sm_75 path (two m16n8k8 per k-step, plain copies)."""
+ceiling probes, and the refusals. Under GEMMLAB_ARCH=compute_75 the BF16 and TF32 kernels are refused, the
+FP16 ones run the sm_75 path (two m16n8k8 per k-step, plain copies)."""
 
 import numpy as np
 import pytest
@@ -12,8 +12,8 @@ SIZES = [(1, 1, 1), (17, 33, 9), (127, 129, 65), (128, 256, 32), (255, 257, 31),
 
 
 def kernels():
-    return [tensor_gemm.wmma_kernel(p) for p in tensor_gemm.PRECISIONS] + [
-        tensor_gemm.mma_kernel(c, p) for c in tc_configs.CONFIGS for p in tensor_gemm.PRECISIONS]
+    return [tensor_gemm.wmma_kernel(p) for p in tc_configs.SIXTEEN_BIT] + [
+        tensor_gemm.mma_kernel(c, p) for c in tc_configs.CONFIGS for p in c.precisions]
 
 
 def runnable(k) -> bool:
@@ -44,9 +44,13 @@ def test_correct_at_awkward_sizes(kernel, dirty_memory):
         assert verdict.ok, f"{kernel.name} at {M}x{N}x{K}: {verdict}"
 
 
+def best(precision):
+    return tensor_gemm.mma_kernel([c for c in tc_configs.CONFIGS if precision in c.precisions][-1], precision)
+
+
 @pytest.mark.parametrize("precision", list(tensor_gemm.PRECISIONS))
 def test_nan_and_inf_land_where_numpy_puts_them(precision, dirty_memory):
-    k = tensor_gemm.mma_kernel(tc_configs.CONFIGS[3], precision)
+    k = best(precision)
     if not runnable(k):
         pytest.skip(f"no {precision} kernels with {compiler.target()}")
     A, B = verify.random_operands(70, 90, 50, seed=4)
@@ -58,12 +62,13 @@ def test_nan_and_inf_land_where_numpy_puts_them(precision, dirty_memory):
     assert np.array_equal(np.isneginf(C), np.isneginf(R)) and np.isnan(C).any() and np.isinf(C).any()
 
 
-def test_bf16_is_refused_where_the_code_is_for_sm_75():
-    k = tensor_gemm.wmma_kernel("BF16")
-    if tensor_gemm.supports("BF16", tensor_gemm._capability(compiler.target())):
-        pytest.skip("this run compiles for an architecture with BF16")
+@pytest.mark.parametrize("precision", ["BF16", "TF32"])
+def test_bf16_and_tf32_are_refused_where_the_code_is_for_sm_75(precision):
+    k = best(precision)
+    if tensor_gemm.supports(precision, tensor_gemm._capability(compiler.target())):
+        pytest.skip(f"this run compiles for an architecture with {precision}")
     A, B = verify.random_operands(16, 16, 16)
-    with pytest.raises(RuntimeError, match="no BF16 tensor-core instruction"):
+    with pytest.raises(RuntimeError, match=f"no {precision} tensor-core instruction"):
         k(A, B)
 
 
