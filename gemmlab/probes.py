@@ -1,5 +1,6 @@
 """The small kernels that are not GEMMs: chapter 0's probes, chapter 3's deadlock, chapter 4's bank probe,
-and chapter 8's tensor-core probes (one ``mma.sync``, one ``ldmatrix``, and the ``mma.sync`` ceiling).
+and chapter 8's tensor-core probes (one ``mma.sync``, one ``ldmatrix``, the ``mma.sync`` ceiling, and the
+best tensor-core kernel's main loop taken apart, :func:`steady_state`).
 
 Each function checks its arguments (:mod:`gemmlab.checks`) before it launches anything.
 """
@@ -8,12 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import compiler, device, gpu, mma, timing
+from . import compiler, device, gpu, limits, mma, timing
 from .checks import check_block, check_fits, check_grid
 from .compile_units import FMA_CHAINS, MMA_CHAINS
 
 __all__ = ["FMA_CHAINS", "LDMATRIX_IMAGE_BYTES", "SENTINEL", "bank_probe", "barrier_deadlock", "copy", "copy_passes", "fma",
-           "fma_values", "hello_ids", "ldmatrix_registers", "mma_ceiling", "mma_product", "mma_registers", "probe_grid"]
+           "fma_values", "hello_ids", "ldmatrix_registers", "mma_ceiling", "mma_product", "mma_registers", "probe_grid",
+           "steady_state"]
 
 # ---------------------------------------------------------------- chapter 4 probe
 
@@ -229,3 +231,44 @@ def mma_ceiling(shape: str = "m16n8k16", dtype: str = "f16", iters: int = 4096, 
     m, n, k = mma.instruction(shape, dtype).mnk
     return grid[0] * threads // 32 * iters * MMA_CHAINS * 2 * m * n * k / t.median_s
 
+
+
+STEADY = "08_steady_state.cu"
+STEADY_PARTS = ("mma", "ldmatrix", "barrier", "copies")
+"""The entry points of ``08_steady_state.cu`` (``steady_<part>``), each adding one part of the best tensor-core
+kernel's main loop to the one before: ``mma.sync`` alone, + ``ldmatrix``, + the barrier, + the ``cp.async`` copies."""
+STEADY_SHARED_BYTES = 4 * (128 * 64 + 32 * 512)
+"""The ring of four 128 x 32 and 32 x 256 FP16 tiles (``STEADY_SHARED_BYTES`` in the kernel file)."""
+STEADY_SOURCE_BYTES = 16 << 20
+"""The buffer the ``copies`` part reads, the same for every block: it stays in the L2."""
+
+
+def steady_state(part: str, iters: int = 4096) -> float | None:
+    """FLOP/s of the best tensor-core kernel's main loop (128 x 256 blocks of 8 warps, warps of 64 x 64, 32-deep
+    tiles, fragments prefetched) running ``iters`` tiles in one block per SM, with the parts up to ``part`` of
+    ``STEADY_PARTS``: no prologue, epilogue, edges or DRAM. None where the kernels are compiled for a GPU
+    without ``mma.sync.m16n8k16`` (sm_80) or where the ring does not fit a block's shared memory."""
+    if part not in STEADY_PARTS:
+        raise ValueError(f"no part {part!r}; the parts are {', '.join(STEADY_PARTS)}")
+    if iters < 1:
+        raise ValueError(f"iters must be positive, got {iters}")
+    gpu.cuda()
+    spec = device.current()
+    compiled = compiler.load(STEADY)
+    if _arch_number(compiled.arch) < 80 or spec.shared_per_block_optin < STEADY_SHARED_BYTES:
+        return None
+    from pycuda import gpuarray
+    from pycuda.driver import function_attribute
+
+    fn = compiled.function(f"steady_{part}")
+    if limits.needs_shared_opt_in(fn.shared_size_bytes, STEADY_SHARED_BYTES):
+        fn.set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, STEADY_SHARED_BYTES)
+    g = gpuarray.zeros(STEADY_SOURCE_BYTES // 4, np.uint32)
+    out = gpuarray.zeros(spec.sms * 256, np.float32)
+    launch = lambda: fn(g.gpudata, out.gpudata, np.int32(iters), block=(256, 1, 1), grid=(spec.sms, 1, 1),
+                        shared=STEADY_SHARED_BYTES)
+    t = timing.time_gpu(launch, repeat=5)
+    if not np.isfinite(out.get()).all():
+        raise RuntimeError(f"steady_{part} left a non-finite sum: its timing is meaningless")
+    m, n, k = mma.instruction("m16n8k16", "f16").mnk
+    return spec.sms * 8 * iters * 2 * 32 * 2 * m * n * k / t.median_s
