@@ -1,0 +1,76 @@
+"""Chapter 9's groundwork without a GPU (gemmlab.hopper): the copy engine's swizzles, tensor-map rules and
+wgmma descriptors."""
+
+import pytest
+
+from gemmlab import hopper, mma
+
+
+@pytest.mark.parametrize("width, name", [(32, "32B"), (64, "64B"), (128, "128B")])
+def test_the_copy_engines_swizzle_is_chapter_8s_for_rows_of_its_width(width, name):
+    """A tile whose rows are as wide as the swizzle lands exactly where chapter 8's XOR put it."""
+    for row in range(64):
+        for chunk in range(width // 16):
+            assert hopper.swizzled_offset(row * width + 16 * chunk, name) == row * width + 16 * mma.swizzle_chunk(row, chunk, width)
+
+
+def test_swizzle_keeps_chunks_whole_and_is_a_permutation_of_each_atom():
+    for name in hopper.SWIZZLES:
+        image = [hopper.swizzled_offset(o, name) for o in range(hopper.SWIZZLE_ATOM_BYTES)]
+        assert sorted(image) == list(range(hopper.SWIZZLE_ATOM_BYTES))
+        assert all(image[o] - o == image[o - o % 16] - (o - o % 16) for o in range(hopper.SWIZZLE_ATOM_BYTES))
+    assert hopper.swizzled_offset(1024 + 128 * 3 + 16, "128B") == 1024 + 128 * 3 + 16 * (1 ^ 3)
+    assert hopper.swizzled_offset(200, "none") == 200
+    with pytest.raises(ValueError, match="swizzle must be one of"):
+        hopper.swizzled_offset(0, "16B")
+
+
+def test_swizzled_rows_read_by_eight_lanes_hit_all_banks():
+    """Eight rows of 128 bytes, the same logical chunk: the 128-byte swizzle spreads them over all 32 banks
+    (chapter 4's model: one 16-byte access per lane, eight lanes per pass)."""
+    from gemmlab import banks
+    for chunk in range(8):
+        plain = [r * 128 + 16 * chunk for r in range(8)]
+        swz = [hopper.swizzled_offset(a, "128B") for a in plain]
+        assert banks.bank_access(plain, 16).wavefronts == 8 and banks.bank_access(swz, 16).wavefronts == 1
+
+
+def test_a_bf16_matrix_map_for_64_wide_boxes_is_valid():
+    m = hopper.matrix_map(4096, 4096, "BF16", 128, 64)
+    assert m.global_dims == (4096, 4096) and m.global_strides == (8192,) and m.box_dims == (64, 128)
+    assert m.problems() == [] and m.box_bytes == 128 * 64 * 2
+
+
+@pytest.mark.parametrize("kwargs, why", [
+    (dict(rows=100, cols=1234, dtype="FP16", box_rows=64, box_cols=64), "multiple of 16 bytes below 2^40"),
+    (dict(rows=100, cols=1024, dtype="FP16", box_rows=300, box_cols=64), "box dimension 1 must be 1 to 256"),
+    (dict(rows=100, cols=1024, dtype="FP16", box_rows=64, box_cols=128), "may span at most 128 bytes"),
+    (dict(rows=100, cols=1024, dtype="FP16", box_rows=64, box_cols=4, swizzle="none"), "multiple of 16 bytes, it spans 8"),
+    (dict(rows=100, cols=1024, dtype="FP16", box_rows=64, box_cols=64, address=8), "16-byte aligned"),
+    (dict(rows=100, cols=1024, dtype="FP16", box_rows=64, box_cols=32, swizzle="32B", row_stride_bytes=0), "global stride 1"),
+])
+def test_broken_rules_are_named(kwargs, why):
+    problems = hopper.matrix_map(**kwargs).problems()
+    assert any(why in p for p in problems), problems
+
+
+def test_unknown_formats_and_ranks_are_refused():
+    assert "dtype must be one of" in hopper.TensorMap("FP8", (8,), (), (8,)).problems()[0]
+    assert any("rank must be 1 to 5" in p for p in hopper.TensorMap("FP16", (8,) * 6, (16,) * 5, (8,) * 6).problems())
+    assert any("takes 1 global strides" in p for p in hopper.TensorMap("FP16", (8, 8), (), (8, 8)).problems())
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        hopper.matrix_map(8, 8, "FP64", 8, 8)
+
+
+def test_descriptors_round_trip_and_put_each_field_where_the_ptx_isa_says():
+    d = hopper.smem_descriptor(0x1_2340, 16, 1024, "128B")
+    assert d & 0x3FFF == 0x1234 and (d >> 16) & 0x3FFF == 1 and (d >> 32) & 0x3FFF == 64 and d >> 62 == 1
+    for swz in hopper.DESCRIPTOR_SWIZZLE:
+        fields = {"address": 4096, "leading_byte_offset": 256, "stride_byte_offset": 2048, "base_offset": 3, "swizzle": swz}
+        assert hopper.unpack_descriptor(hopper.smem_descriptor(**fields)) == fields
+    with pytest.raises(ValueError, match="multiple of 16 bytes"):
+        hopper.smem_descriptor(8, 16, 1024)
+    with pytest.raises(ValueError, match="from 0 to 262,128"):
+        hopper.smem_descriptor(1 << 18, 16, 1024)
+    with pytest.raises(ValueError, match="base offset is 3 bits"):
+        hopper.smem_descriptor(0, 16, 1024, base_offset=8)
