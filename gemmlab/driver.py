@@ -9,36 +9,13 @@ built into the current (PyCUDA) context and asks the driver about one of its fun
 from __future__ import annotations
 
 import ctypes
-import functools
 from dataclasses import dataclass
 
 from . import compiler, device, gpu, limits, occupancy
+from .gpu import driver_call as _call
 
 # CUfunction_attribute values from cuda.h
 _ATTR_MAX_DYNAMIC_SHARED = 8
-
-
-class DriverError(RuntimeError):
-    """A CUDA driver call failed; the message names the call and the driver's error."""
-
-
-@functools.cache
-def _libcuda():
-    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            continue
-    raise gpu.GPUUnavailable("the CUDA driver library (libcuda) was not found on this machine.")
-
-
-def _call(fn_name: str, *args) -> None:
-    lib = _libcuda()
-    status = getattr(lib, fn_name)(*args)
-    if status != 0:
-        text = ctypes.c_char_p()
-        lib.cuGetErrorString(status, ctypes.byref(text))
-        raise DriverError(f"{fn_name} failed: {(text.value or b'error %d' % status).decode()}")
 
 
 _modules: dict[int, ctypes.c_void_p] = {}

@@ -7,6 +7,8 @@ instead of a traceback from deep inside PyCUDA.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import shutil
 
 COLAB_HINT = "on Colab, choose Runtime > Change runtime type > T4 GPU and run the setup cell again"
@@ -14,6 +16,31 @@ COLAB_HINT = "on Colab, choose Runtime > Change runtime type > T4 GPU and run th
 
 class GPUUnavailable(RuntimeError):
     """No usable GPU: PyCUDA, the CUDA driver, a device or nvcc is missing."""
+
+
+class DriverError(RuntimeError):
+    """A CUDA driver call made through ``ctypes`` failed; the message names the call and the driver's error."""
+
+
+@functools.cache
+def libcuda():
+    """The CUDA driver library, for the few calls PyCUDA has no binding for (occupancy, tensor maps)."""
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    raise GPUUnavailable("the CUDA driver library (libcuda) was not found on this machine.")
+
+
+def driver_call(fn_name: str, *args) -> None:
+    """Call ``fn_name`` of :func:`libcuda`; a status other than success raises :class:`DriverError`."""
+    lib = libcuda()
+    status = getattr(lib, fn_name)(*args)
+    if status != 0:
+        text = ctypes.c_char_p()
+        lib.cuGetErrorString(status, ctypes.byref(text))
+        raise DriverError(f"{fn_name} failed: {(text.value or b'error %d' % status).decode()}")
 
 
 _driver = None

@@ -74,3 +74,10 @@ def test_descriptors_round_trip_and_put_each_field_where_the_ptx_isa_says():
         hopper.smem_descriptor(1 << 18, 16, 1024)
     with pytest.raises(ValueError, match="base offset is 3 bits"):
         hopper.smem_descriptor(0, 16, 1024, base_offset=8)
+
+
+def test_a_broken_map_is_named_before_any_gpu_is_needed():
+    from gemmlab import tma
+    bad = hopper.matrix_map(100, 1234, "FP16", 64, 64)
+    with pytest.raises(ValueError, match="global stride 1 must be a positive multiple of 16 bytes"):
+        tma.encode(bad, 0)
