@@ -1,6 +1,7 @@
 """What gemmlab hands the compiler for each ``kernels/*.cu`` file: a compile unit.
 
-Most files compile as they are. Four take something that Python owns: ``00_probes.cu`` and
+Most files compile as they are, for the GPU at hand; :data:`ARCH_SPECIFIC` names those that use one
+architecture's own instructions and compile for it alone. Four take something that Python owns: ``00_probes.cu`` and
 ``08_mma_probe.cu`` the number of independent chains of their ceiling probes (``-DFMA_CHAINS``,
 ``-DMMA_CHAINS``, also used by the host to count FLOPs), and ``07_fast.cu`` and
 ``08_tensor_core.cu`` their entry points, one per configuration in :data:`gemmlab.fast_configs.CONFIGS`
@@ -30,6 +31,13 @@ DEFINES: dict[str, dict[str, int]] = {
     "08_mma_probe.cu": {"MMA_CHAINS": MMA_CHAINS},
 }
 
+ARCH_SPECIFIC: dict[str, str] = {
+    "09_tma.cu": "sm_90a",
+    "09_wgmma_probe.cu": "sm_90a",
+}
+"""The files that use one architecture's own instructions (Hopper's ``wgmma`` needs sm_90a), with that
+architecture: they compile for it alone, and only on such a GPU."""
+
 # Entry points generated from named configurations, by file.
 GENERATED = {
     fast_configs.SOURCE: lambda: fast_configs.entry_points(fast_configs.CONFIGS),
@@ -45,6 +53,7 @@ class CompileUnit:
     generated: str = ""
     defines: tuple[tuple[str, int], ...] = ()
     custom: bool = False            # configurations of the reader's own, not the course's
+    arch_specific: str | None = None    # e.g. sm_90a: compiled for that GPU only (ARCH_SPECIFIC)
 
     @property
     def file_text(self) -> str:
@@ -96,7 +105,7 @@ def _course_unit(file: Path) -> CompileUnit:
     """The course's unit of a file, made once per process (it is looked up on every launch); the file's
     own text is read afresh each time it is used."""
     generated = GENERATED[file.name]() if file.name in GENERATED else ""
-    return CompileUnit(file, generated, _defines(file.name))
+    return CompileUnit(file, generated, _defines(file.name), arch_specific=ARCH_SPECIFIC.get(file.name))
 
 
 def all_units() -> list[CompileUnit]:

@@ -12,6 +12,7 @@ the ``__CUDA_ARCH__ < 800`` branches a T4 runs then run on this GPU (:func:`targ
 from __future__ import annotations
 
 import collections
+import ctypes
 import functools
 import os
 import re
@@ -55,6 +56,8 @@ class CompiledFile:
     module: object
     image: bytes = field(default=b"", repr=False)   # the cubin or PTX loaded, for direct driver calls (gemmlab.driver)
     _functions: dict = field(default_factory=dict, repr=False)
+    _driver_module: object = field(default=None, repr=False)
+    _driver_functions: dict = field(default_factory=dict, repr=False)
 
     def function(self, name: str):
         """The PyCUDA function ``name`` (an ``extern "C"`` entry point of the file)."""
@@ -64,6 +67,20 @@ class CompiledFile:
             except Exception:
                 raise KeyError(f"{provenance.display_path(self.unit.path)} has no extern \"C\" kernel named {name!r}") from None
         return self._functions[name]
+
+    def driver_function(self, name: str):
+        """The ``CUfunction`` ``name`` of this image as a ``ctypes`` handle, for the driver calls PyCUDA has no
+        binding for (occupancy queries, launches with a tensor map passed by value); loaded once."""
+        if name not in self._driver_functions:
+            self.function(name)             # a clear KeyError for a name the file does not have
+            if self._driver_module is None:
+                module = ctypes.c_void_p()
+                gpu.driver_call("cuModuleLoadData", ctypes.byref(module), ctypes.c_char_p(self.image))
+                self._driver_module = module
+            fn = ctypes.c_void_p()
+            gpu.driver_call("cuModuleGetFunction", ctypes.byref(fn), self._driver_module, name.encode())
+            self._driver_functions[name] = fn
+        return self._driver_functions[name]
 
     def prepared(self, name: str, signature: str):
         """Function ``name`` prepared for ``prepared_call`` with PyCUDA's argument ``signature``
@@ -184,13 +201,31 @@ def target() -> str:
     return want
 
 
-def build(text: str, options=(), include_dirs=()) -> tuple[str, bytes]:
+def _arch_specific_target(wanted: str) -> str:
+    """``wanted`` (e.g. ``sm_90a``) where this GPU and the run allow it, else :class:`gemmlab.gpu.GPUUnavailable`."""
+    native = arch()
+    if native != wanted.rstrip("a"):
+        raise gpu.GPUUnavailable(f"this code uses {wanted} instructions, which only a GPU of compute capability "
+                                 f"{wanted[3:-2]}.{wanted[-2]} (Hopper) runs; this one is {native}.")
+    if target() != native:
+        raise gpu.GPUUnavailable(f"this code uses {wanted} instructions and cannot be compiled for "
+                                 f"{ARCH_VARIABLE}={target()}; unset {ARCH_VARIABLE} to run it.")
+    return wanted
+
+
+def build(text: str, options=(), include_dirs=(), arch_specific: str | None = None) -> tuple[str, bytes]:
     """Compile CUDA source ``text`` for :func:`target`: ``(arch, image)``, the image a cubin, or
-    NUL-terminated PTX for the driver to JIT-compile where the target is a virtual architecture."""
+    NUL-terminated PTX for the driver to JIT-compile where the target is a virtual architecture. With
+    ``arch_specific`` (``sm_90a``), a cubin for that architecture alone, on that GPU only."""
     gpu.cuda()
     gpu.require_nvcc()
     from pycuda.compiler import compile as nvcc
 
+    if arch_specific:
+        wanted = _arch_specific_target(arch_specific)
+        image = nvcc(text, arch=f"compute_{wanted[3:]}", code=wanted, no_extern_c=True,
+                     options=[*NVCC_OPTIONS, *options], include_dirs=list(include_dirs), target="cubin")
+        return wanted, image
     chosen = target()
     jit = chosen.startswith("compute_")
     image = nvcc(text, arch=chosen, no_extern_c=True, options=[*NVCC_OPTIONS, *options],
@@ -222,7 +257,7 @@ def load(what: str | Path | CompileUnit, quiet: bool = False) -> CompiledFile:
         return _loaded[key]
     import pycuda.driver as drv
 
-    chosen, image = build(unit.text, unit.options, [str(unit.path.parent)])
+    chosen, image = build(unit.text, unit.options, [str(unit.path.parent)], unit.arch_specific)
     compiled = CompiledFile(unit, chosen, drv.module_from_buffer(image), image=image)
     _loaded[key] = compiled
     if not quiet:

@@ -18,31 +18,12 @@ from .gpu import driver_call as _call
 _ATTR_MAX_DYNAMIC_SHARED = 8
 
 
-_modules: dict[int, ctypes.c_void_p] = {}
-_functions: dict[tuple[int, str], ctypes.c_void_p] = {}
-
-
-def _function(compiled: compiler.CompiledFile, name: str) -> ctypes.c_void_p:
-    """The CUfunction ``name`` of ``compiled``'s image (cubin or PTX); loaded once per file version."""
-    key = (id(compiled), name)
-    if key not in _functions:
-        compiled.function(name)     # a clear KeyError for a name the file does not have
-        if id(compiled) not in _modules:
-            module = ctypes.c_void_p()
-            _call("cuModuleLoadData", ctypes.byref(module), ctypes.c_char_p(compiled.image))
-            _modules[id(compiled)] = module
-        fn = ctypes.c_void_p()
-        _call("cuModuleGetFunction", ctypes.byref(fn), _modules[id(compiled)], name.encode())
-        _functions[key] = fn
-    return _functions[key]
-
-
 def max_active_blocks(source: str, function: str, threads_per_block: int, dynamic_shared_bytes: int = 0) -> int:
     """Blocks of ``function`` (in kernel file ``source``) that the driver says fit on one SM at once,
     for blocks of ``threads_per_block`` threads with ``dynamic_shared_bytes`` of dynamic shared memory."""
     gpu.cuda()
     compiled = compiler.load(source)
-    fn = _function(compiled, function)
+    fn = compiled.driver_function(function)
     if limits.needs_shared_opt_in(compiled.resources(function).shared_bytes, dynamic_shared_bytes):   # as a launch would
         _call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(dynamic_shared_bytes))
     blocks = ctypes.c_int()

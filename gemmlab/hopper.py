@@ -17,6 +17,8 @@ drawn) before anything runs:
   ISA, "Matrix Descriptor Format"): start address, leading and stride byte offsets (each stored divided by 16 in
   14 bits), a 3-bit base offset and the swizzle mode in the top two bits. :func:`smem_descriptor` packs one and
   :func:`unpack_descriptor` reads it back.
+* **The accumulators.** :func:`wgmma_d_position` says which element of D each register of each thread of the
+  warpgroup holds.
 """
 
 from __future__ import annotations
@@ -181,3 +183,47 @@ def unpack_descriptor(desc: int) -> dict:
     return {"address": (desc & _FIELD) << 4, "leading_byte_offset": (desc >> 16 & _FIELD) << 4,
             "stride_byte_offset": (desc >> 32 & _FIELD) << 4, "base_offset": desc >> 49 & 7,
             "swizzle": names[desc >> 62 & 3]}
+
+
+def box_image(matrix, box_rows: int, box_cols: int, swizzle: str = "128B", x: int = 0, y: int = 0):
+    """What the copy engine writes into shared memory for the ``box_rows`` x ``box_cols`` box whose first element
+    is column ``x``, row ``y`` of the row-major ``matrix`` (any NumPy dtype): the box's rows packed one after the
+    other, elements outside the matrix as zeros, every 16-byte chunk moved by :func:`swizzled_offset`. Bytes
+    (``uint8``), the model that ``kernels/09_tma.cu`` is checked against."""
+    import numpy as np
+
+    M = np.asarray(matrix)
+    rows, cols = M.shape
+    box = np.zeros((box_rows, box_cols), M.dtype)
+    r1, c1 = min(rows, y + box_rows), min(cols, x + box_cols)
+    if y < rows and x < cols:
+        box[: r1 - y, : c1 - x] = M[y:r1, x:c1]
+    plain = box.view(np.uint8).ravel()
+    image = np.zeros_like(plain)
+    for start in range(0, plain.size, 16):
+        dst = swizzled_offset(start, swizzle)
+        image[dst:dst + 16] = plain[start:start + 16]
+    return image
+
+
+# ---------------------------------------------------------------------------------------------------
+# wgmma's accumulators
+
+WARPGROUP = 128
+"""Threads of a warpgroup, the four consecutive warps that issue a ``wgmma`` together."""
+
+
+def wgmma_d_position(thread: int, register: int, n: int = 64) -> tuple[int, int]:
+    """(row, column) of the 64 x ``n`` FP32 accumulator D that register ``register`` of warpgroup thread ``thread``
+    holds after ``wgmma.mma_async.m64n<n>k16``: warp w of the group owns rows 16w to 16w + 15, and within them each
+    8 columns are laid out as ``mma.sync``'s C (chapter 8): register 4j + e of lane l is row l // 4 + 8 (e // 2),
+    column 8j + 2 (l % 4) + e % 2 (PTX ISA, "Register Fragments and Shared Memory Matrix Layouts" for wgmma)."""
+    if not 0 <= thread < WARPGROUP:
+        raise ValueError(f"a warpgroup has threads 0..{WARPGROUP - 1}, got {thread}")
+    if n % 8 or not 8 <= n <= 256:
+        raise ValueError(f"n must be a multiple of 8 from 8 to 256, got {n}")
+    if not 0 <= register < n // 2:
+        raise ValueError(f"m64n{n} leaves {n // 2} accumulators per thread, got register {register}")
+    warp, lane = divmod(thread, 32)
+    j, e = divmod(register, 4)
+    return 16 * warp + lane // 4 + 8 * (e // 2), 8 * j + 2 * (lane % 4) + e % 2

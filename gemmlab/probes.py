@@ -15,7 +15,7 @@ from .compile_units import FMA_CHAINS, MMA_CHAINS
 
 __all__ = ["FMA_CHAINS", "LDMATRIX_IMAGE_BYTES", "SENTINEL", "bank_probe", "barrier_deadlock", "copy", "copy_passes", "fma",
            "fma_values", "hello_ids", "ldmatrix_registers", "mma_ceiling", "mma_product", "mma_registers", "probe_grid",
-           "steady_state"]
+           "steady_state", "wgmma_product"]
 
 # ---------------------------------------------------------------- chapter 4 probe
 
@@ -272,3 +272,27 @@ def steady_state(part: str, iters: int = 4096) -> float | None:
         raise RuntimeError(f"steady_{part} left a non-finite sum: its timing is meaningless")
     m, n, k = mma.instruction("m16n8k16", "f16").mnk
     return spec.sms * 8 * iters * 2 * 32 * 2 * m * n * k / t.median_s
+
+
+WGMMA_PROBE = "09_wgmma_probe.cu"
+
+
+def wgmma_product(A, Bt) -> np.ndarray:
+    """A (64 x 64) times B (64 x 64, given as its transpose ``Bt``) by one warpgroup's four ``wgmma.mma_async``
+    m64n64k16 (``kernels/09_wgmma_probe.cu``; BF16 inputs, FP32 sums; sm_90a only): each thread's 32 accumulators
+    come back raw and are put where :func:`gemmlab.hopper.wgmma_d_position` says they belong. With the right
+    model this is A·B; inputs are rounded to BF16 first (small integers are exact)."""
+    from . import hopper
+
+    A, Bt = (np.asarray(X, np.float32) for X in (A, Bt))
+    if A.shape != (64, 64) or Bt.shape != (64, 64):
+        raise ValueError(f"A and Bt must both be 64 x 64, got {A.shape} and {Bt.shape}")
+    drv = gpu.cuda()
+    fn = compiler.load(WGMMA_PROBE).function("wgmma_probe")
+    regs = np.zeros((hopper.WARPGROUP, 32), np.float32)
+    fn(drv.In(mma.to_bf16_bits(A)), drv.In(mma.to_bf16_bits(Bt)), drv.Out(regs), block=(hopper.WARPGROUP, 1, 1), grid=(1, 1, 1))
+    D = np.full((64, 64), np.nan, np.float32)
+    for t in range(hopper.WARPGROUP):
+        for i in range(32):
+            D[hopper.wgmma_d_position(t, i)] = regs[t, i]
+    return D

@@ -6,7 +6,9 @@ encoded by the CUDA driver.
 binding for it, so this module calls ``libcuda`` through ``ctypes`` (:func:`gemmlab.gpu.driver_call`). The
 parameters are checked first (:meth:`gemmlab.hopper.TensorMap.problems`): a broken rule is named in a sentence
 before the driver could answer with a bare error code. :func:`driver_accepts` asks the driver alone, so that a
-GPU test can hold the Python rules against the driver's own verdicts.
+GPU test can hold the Python rules against the driver's own verdicts. :func:`tile_image` runs the first Hopper
+kernel (``kernels/09_tma.cu``): one copy into swizzled shared memory, completed on an ``mbarrier``, written back
+so that it can be compared with :func:`gemmlab.hopper.box_image`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import replace
 
-from . import device, gpu, hopper
+from . import compiler, device, gpu, hopper
 
 TENSOR_MAP_BYTES = 128
 TENSOR_MAP_ALIGNMENT = 64
@@ -70,3 +72,46 @@ def driver_accepts(m: hopper.TensorMap, address: int) -> bool:
     """Whether the driver encodes ``m`` at ``address``, asked without the Python checks."""
     _require_hopper()
     return _encode(m, address)[0] == 0
+
+
+SOURCE = "09_tma.cu"
+THREADS = 128
+_ATTR_MAX_DYNAMIC_SHARED = 8      # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+
+def _aligned_copy(data: bytes) -> tuple[ctypes.Array, int]:
+    """(the buffer that keeps it alive, the address of a 64-byte-aligned copy of ``data``)."""
+    raw = ctypes.create_string_buffer(len(data) + TENSOR_MAP_ALIGNMENT)
+    start = -ctypes.addressof(raw) % TENSOR_MAP_ALIGNMENT
+    ctypes.memmove(ctypes.addressof(raw) + start, data, len(data))
+    return raw, ctypes.addressof(raw) + start
+
+
+def tile_image(matrix, dtype: str, box_rows: int, box_cols: int, swizzle: str = "128B", x: int = 0, y: int = 0):
+    """The bytes the copy engine writes into shared memory (``kernels/09_tma.cu``, one block) for the box whose
+    first element is column ``x``, row ``y`` of the row-major ``matrix`` (its values' bytes are copied as they are;
+    ``dtype`` names the tensor map's format, which must have the same element size). Compare with
+    :func:`gemmlab.hopper.box_image`."""
+    import numpy as np
+    from pycuda import gpuarray
+
+    M = np.ascontiguousarray(matrix)
+    if M.ndim != 2 or M.itemsize != hopper.DATA_TYPES.get(dtype, (0, -1))[1]:
+        raise ValueError(f"matrix must be 2-D with {dtype}-sized elements, got shape {M.shape}, {M.itemsize} bytes each")
+    m = hopper.matrix_map(M.shape[0], M.shape[1], dtype, box_rows, box_cols, swizzle)
+    _require_hopper()
+    src = gpuarray.to_gpu(M)
+    out = gpuarray.zeros(m.box_bytes, np.uint8)
+    keep, map_address = _aligned_copy(encode(m, int(src.gpudata)))
+    compiled = compiler.load(SOURCE)
+    fn = compiled.driver_function("tma_tile_image")
+    if m.box_bytes > 48 * 1024:
+        gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(m.box_bytes))
+    args = [ctypes.c_int(x), ctypes.c_int(y), ctypes.c_uint64(int(out.gpudata)), ctypes.c_int(m.box_bytes)]
+    params = (ctypes.c_void_p * 5)(map_address, *(ctypes.addressof(a) for a in args))
+    gpu.driver_call("cuLaunchKernel", fn, ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(THREADS),
+                    ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(m.box_bytes), ctypes.c_void_p(0), params,
+                    ctypes.c_void_p(0))
+    gpu.cuda().Context.synchronize()
+    del keep
+    return out.get()

@@ -81,3 +81,26 @@ def test_a_broken_map_is_named_before_any_gpu_is_needed():
     bad = hopper.matrix_map(100, 1234, "FP16", 64, 64)
     with pytest.raises(ValueError, match="global stride 1 must be a positive multiple of 16 bytes"):
         tma.encode(bad, 0)
+
+
+def test_the_box_image_model():
+    import numpy as np
+    M = np.arange(20 * 70, dtype=np.uint16).reshape(20, 70)
+    plain = hopper.box_image(M, 8, 64, "none", x=3, y=2)
+    assert np.array_equal(plain.view(np.uint16).reshape(8, 64)[:, :3], M[2:10, 3:6])
+    box = hopper.box_image(M, 16, 64, "128B", x=40, y=10).view(np.uint16)
+    # row 3, logical chunk 1 (columns 8..15) lands in chunk 1 ^ 3 = 2 of row 3; past column 69 and row 19: zeros
+    assert np.array_equal(box[3 * 64 + 16: 3 * 64 + 24], M[13, 48:56])
+    assert not box[12 * 64: 13 * 64].any() and box.size == 16 * 64
+    whole = hopper.box_image(M, 8, 64, "128B", x=3, y=2)
+    assert whole.size == plain.size and sorted(whole.tolist()) == sorted(plain.tolist()) and not np.array_equal(whole, plain)
+
+
+@pytest.mark.parametrize("n", [8, 64, 256])
+def test_every_accumulator_has_one_place(n):
+    places = {hopper.wgmma_d_position(t, r, n) for t in range(hopper.WARPGROUP) for r in range(n // 2)}
+    assert places == {(i, j) for i in range(64) for j in range(n)}
+    if n >= 16:
+        assert hopper.wgmma_d_position(37, 5, n) == (16 + 1 + 0, 8 + 2 * 1 + 1)    # warp 1, lane 5, j = 1, e = 1
+    with pytest.raises(ValueError, match="accumulators per thread"):
+        hopper.wgmma_d_position(0, n // 2, n)

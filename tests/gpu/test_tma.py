@@ -5,7 +5,7 @@ GPU every call says, in one sentence, that tensor maps need Hopper."""
 import numpy as np
 import pytest
 
-from gemmlab import device, gpu, hopper, tma
+from gemmlab import compiler, device, gpu, hopper, tma
 
 CASES = [
     dict(rows=4096, cols=4096, dtype="BF16", box_rows=128, box_cols=64),
@@ -27,6 +27,8 @@ def hopper_gpu():
     gpu.cuda()
     if tuple(device.current().compute_capability) < (9, 0):
         pytest.skip("tensor maps need a Hopper GPU (compute capability 9.0)")
+    if compiler.target() != compiler.arch():
+        pytest.skip(f"sm_90a code is not compiled under {compiler.ARCH_VARIABLE}={compiler.target()}")
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, (c["rows"], c["cols"], c["box_rows"], c["box_cols"])))
@@ -48,3 +50,43 @@ def test_older_gpus_are_told_in_one_sentence():
         pytest.skip("this GPU has tensor maps")
     with pytest.raises(gpu.GPUUnavailable, match="tensor maps need compute capability 9.0"):
         tma.encode(hopper.matrix_map(64, 64, "FP16", 64, 64), 0)
+
+
+IMAGES = [
+    dict(shape=(256, 512), dtype="FP16", box=(128, 64), swizzle="128B", at=(0, 0)),
+    dict(shape=(256, 512), dtype="BF16", box=(64, 64), swizzle="128B", at=(64, 128)),
+    dict(shape=(100, 120), dtype="FP16", box=(64, 64), swizzle="128B", at=(96, 80)),     # past both edges: zeros
+    dict(shape=(256, 512), dtype="FP16", box=(32, 32), swizzle="64B", at=(32, 16)),
+    dict(shape=(256, 512), dtype="FP16", box=(32, 16), swizzle="32B", at=(0, 8)),
+    dict(shape=(64, 64), dtype="FP32", box=(16, 32), swizzle="128B", at=(0, 0)),
+    dict(shape=(64, 64), dtype="FP16", box=(8, 64), swizzle="none", at=(0, 0)),
+]
+
+
+@pytest.mark.parametrize("case", IMAGES, ids=lambda c: f"{c['dtype']}-{c['box'][0]}x{c['box'][1]}-{c['swizzle']}-at{c['at'][0]}_{c['at'][1]}")
+def test_the_copy_engine_writes_the_modelled_image(case, hopper_gpu):
+    """kernels/09_tma.cu: one cp.async.bulk.tensor completed on an mbarrier writes exactly gemmlab.hopper's image."""
+    rows, cols = case["shape"]
+    values = np.arange(rows * cols, dtype=np.uint32).reshape(rows, cols)
+    M = (values % 65521 + 1).astype(np.uint16) if case["dtype"] != "FP32" else values.view(np.float32)
+    x, y = case["at"]
+    got = tma.tile_image(M, case["dtype"], *case["box"], case["swizzle"], x=x, y=y)
+    assert np.array_equal(got, hopper.box_image(M, *case["box"], case["swizzle"], x=x, y=y))
+
+
+def test_hopper_code_says_why_it_cannot_compile_elsewhere():
+    gpu.cuda()
+    if compiler.target() == "sm_90":
+        pytest.skip("this run compiles sm_90a code")
+    with pytest.raises(gpu.GPUUnavailable, match="sm_90a instructions"):
+        compiler.load(tma.SOURCE)
+
+
+def test_one_warpgroup_multiplies_where_the_model_says(hopper_gpu):
+    """kernels/09_wgmma_probe.cu: four wgmma.mma_async from swizzled shared memory; the registers, placed by
+    gemmlab.hopper.wgmma_d_position, are A·B exactly (small integers are exact in BF16 and in FP32 sums)."""
+    from gemmlab import probes
+
+    rng = np.random.default_rng(9)
+    A, B = (rng.integers(-3, 4, (64, 64)).astype(np.float32) for _ in range(2))
+    assert np.array_equal(probes.wgmma_product(A, B.T.copy()), A @ B)
