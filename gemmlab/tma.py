@@ -87,31 +87,40 @@ def _aligned_copy(data: bytes) -> tuple[ctypes.Array, int]:
     return raw, ctypes.addressof(raw) + start
 
 
-def tile_image(matrix, dtype: str, box_rows: int, box_cols: int, swizzle: str = "128B", x: int = 0, y: int = 0):
+def tile_image(matrix, dtype: str, box_rows: int, box_cols: int, swizzle: str = "128B", x: int = 0, y: int = 0,
+               expect_bytes: int | None = None):
     """The bytes the copy engine writes into shared memory (``kernels/09_tma.cu``, one block) for the box whose
     first element is column ``x``, row ``y`` of the row-major ``matrix`` (its values' bytes are copied as they are;
     ``dtype`` names the tensor map's format, which must have the same element size). Compare with
-    :func:`gemmlab.hopper.box_image`."""
+    :func:`gemmlab.hopper.box_image`.
+
+    ``expect_bytes`` is what the ``mbarrier`` is told to expect, by default the box's size
+    (:attr:`gemmlab.hopper.TensorMap.box_bytes`). Expect more and the barrier never completes: the kernel hangs,
+    as chapter 3's barrier did; run that only in a child process under :func:`gemmlab.watchdog.run_isolated`."""
     import numpy as np
-    from pycuda import gpuarray
 
     M = np.ascontiguousarray(matrix)
     if M.ndim != 2 or M.itemsize != hopper.DATA_TYPES.get(dtype, (0, -1))[1]:
         raise ValueError(f"matrix must be 2-D with {dtype}-sized elements, got shape {M.shape}, {M.itemsize} bytes each")
     m = hopper.matrix_map(M.shape[0], M.shape[1], dtype, box_rows, box_cols, swizzle)
+    expect = m.box_bytes if expect_bytes is None else int(expect_bytes)
+    if expect < m.box_bytes or expect % 16:
+        raise ValueError(f"expect_bytes must be a multiple of 16 of at least the box's {m.box_bytes:,} bytes, got {expect}")
     _require_hopper()
+    from pycuda import gpuarray
+
     src = gpuarray.to_gpu(M)
-    out = gpuarray.zeros(m.box_bytes, np.uint8)
+    out = gpuarray.zeros(expect, np.uint8)
     keep, map_address = _aligned_copy(encode(m, int(src.gpudata)))
     compiled = compiler.load(SOURCE)
     fn = compiled.driver_function("tma_tile_image")
-    if m.box_bytes > 48 * 1024:
-        gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(m.box_bytes))
-    args = [ctypes.c_int(x), ctypes.c_int(y), ctypes.c_uint64(int(out.gpudata)), ctypes.c_int(m.box_bytes)]
+    if expect > 48 * 1024:
+        gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(expect))
+    args = [ctypes.c_int(x), ctypes.c_int(y), ctypes.c_uint64(int(out.gpudata)), ctypes.c_int(expect)]
     params = (ctypes.c_void_p * 5)(map_address, *(ctypes.addressof(a) for a in args))
     gpu.driver_call("cuLaunchKernel", fn, ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(THREADS),
-                    ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(m.box_bytes), ctypes.c_void_p(0), params,
+                    ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(expect), ctypes.c_void_p(0), params,
                     ctypes.c_void_p(0))
     gpu.cuda().Context.synchronize()
     del keep
-    return out.get()
+    return out.get()[:m.box_bytes]

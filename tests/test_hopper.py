@@ -104,3 +104,10 @@ def test_every_accumulator_has_one_place(n):
         assert hopper.wgmma_d_position(37, 5, n) == (16 + 1 + 0, 8 + 2 * 1 + 1)    # warp 1, lane 5, j = 1, e = 1
     with pytest.raises(ValueError, match="accumulators per thread"):
         hopper.wgmma_d_position(0, n // 2, n)
+
+
+def test_expecting_fewer_bytes_than_the_box_is_refused_before_any_gpu():
+    import numpy as np
+    from gemmlab import tma
+    with pytest.raises(ValueError, match="at least the box's 8,192 bytes"):
+        tma.tile_image(np.zeros((64, 64), np.uint16), "FP16", 64, 64, expect_bytes=4096)

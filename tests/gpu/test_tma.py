@@ -90,3 +90,16 @@ def test_one_warpgroup_multiplies_where_the_model_says(hopper_gpu):
     rng = np.random.default_rng(9)
     A, B = (rng.integers(-3, 4, (64, 64)).astype(np.float32) for _ in range(2))
     assert np.array_equal(probes.wgmma_product(A, B.T.copy()), A @ B)
+
+
+def test_a_barrier_told_to_expect_more_bytes_never_completes(hopper_gpu):
+    """Chapter 3's lesson on Hopper: an mbarrier that expects 16 bytes more than the copy brings waits forever.
+    The watchdog stops the child; this process's GPU still works."""
+    from gemmlab import watchdog
+
+    code = ("import numpy as np; from gemmlab import tma; "
+            "tma.tile_image(np.zeros((64, 64), np.uint16), 'FP16', 64, 64, expect_bytes=64 * 64 * 2 + 16)")
+    hung = watchdog.run_isolated(code, timeout_s=30)
+    assert hung.status == "timeout", str(hung)
+    M = np.arange(64 * 64, dtype=np.uint16).reshape(64, 64)
+    assert np.array_equal(tma.tile_image(M, "FP16", 64, 64), hopper.box_image(M, 64, 64))
