@@ -32,8 +32,7 @@ DEFINES: dict[str, dict[str, int]] = {
 }
 
 ARCH_SPECIFIC: dict[str, str] = {
-    "09_tma.cu": "sm_90a",
-    "09_wgmma_probe.cu": "sm_90a",
+    "09_hopper.cu": "sm_90a",
 }
 """The files that use one architecture's own instructions (Hopper's ``wgmma`` needs sm_90a), with that
 architecture: they compile for it alone, and only on such a GPU."""

@@ -189,7 +189,7 @@ def box_image(matrix, box_rows: int, box_cols: int, swizzle: str = "128B", x: in
     """What the copy engine writes into shared memory for the ``box_rows`` x ``box_cols`` box whose first element
     is column ``x``, row ``y`` of the row-major ``matrix`` (any NumPy dtype): the box's rows packed one after the
     other, elements outside the matrix as zeros, every 16-byte chunk moved by :func:`swizzled_offset`. Bytes
-    (``uint8``), the model that ``kernels/09_tma.cu`` is checked against."""
+    (``uint8``), the model that ``kernels/09_hopper.cu`` is checked against."""
     import numpy as np
 
     M = np.asarray(matrix)

@@ -274,12 +274,12 @@ def steady_state(part: str, iters: int = 4096) -> float | None:
     return spec.sms * 8 * iters * 2 * 32 * 2 * m * n * k / t.median_s
 
 
-WGMMA_PROBE = "09_wgmma_probe.cu"
+WGMMA_PROBE = "09_hopper.cu"
 
 
 def wgmma_product(A, Bt) -> np.ndarray:
     """A (64 x 64) times B (64 x 64, given as its transpose ``Bt``) by one warpgroup's four ``wgmma.mma_async``
-    m64n64k16 (``kernels/09_wgmma_probe.cu``; BF16 inputs, FP32 sums; sm_90a only): each thread's 32 accumulators
+    m64n64k16 (``kernels/09_hopper.cu``; BF16 inputs, FP32 sums; sm_90a only): each thread's 32 accumulators
     come back raw and are put where :func:`gemmlab.hopper.wgmma_d_position` says they belong. With the right
     model this is A·B; inputs are rounded to BF16 first (small integers are exact)."""
     from . import hopper

@@ -7,8 +7,9 @@ binding for it, so this module calls ``libcuda`` through ``ctypes`` (:func:`gemm
 parameters are checked first (:meth:`gemmlab.hopper.TensorMap.problems`): a broken rule is named in a sentence
 before the driver could answer with a bare error code. :func:`driver_accepts` asks the driver alone, so that a
 GPU test can hold the Python rules against the driver's own verdicts. :func:`tile_image` runs the first Hopper
-kernel (``kernels/09_tma.cu``): one copy into swizzled shared memory, completed on an ``mbarrier``, written back
-so that it can be compared with :func:`gemmlab.hopper.box_image`.
+kernel (``kernels/09_hopper.cu``): one copy into swizzled shared memory, completed on an ``mbarrier``, written back
+so that it can be compared with :func:`gemmlab.hopper.box_image`; :func:`gemm_v0` the first GEMM on the copy
+engine and ``wgmma``.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def driver_accepts(m: hopper.TensorMap, address: int) -> bool:
     return _encode(m, address)[0] == 0
 
 
-SOURCE = "09_tma.cu"
+SOURCE = "09_hopper.cu"
 THREADS = 128
 _ATTR_MAX_DYNAMIC_SHARED = 8      # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
@@ -89,7 +90,7 @@ def _aligned_copy(data: bytes) -> tuple[ctypes.Array, int]:
 
 def tile_image(matrix, dtype: str, box_rows: int, box_cols: int, swizzle: str = "128B", x: int = 0, y: int = 0,
                expect_bytes: int | None = None):
-    """The bytes the copy engine writes into shared memory (``kernels/09_tma.cu``, one block) for the box whose
+    """The bytes the copy engine writes into shared memory (``kernels/09_hopper.cu``, one block) for the box whose
     first element is column ``x``, row ``y`` of the row-major ``matrix`` (its values' bytes are copied as they are;
     ``dtype`` names the tensor map's format, which must have the same element size). Compare with
     :func:`gemmlab.hopper.box_image`.
@@ -113,14 +114,55 @@ def tile_image(matrix, dtype: str, box_rows: int, box_cols: int, swizzle: str = 
     out = gpuarray.zeros(expect, np.uint8)
     keep, map_address = _aligned_copy(encode(m, int(src.gpudata)))
     compiled = compiler.load(SOURCE)
-    fn = compiled.driver_function("tma_tile_image")
-    if expect > 48 * 1024:
-        gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(expect))
     args = [ctypes.c_int(x), ctypes.c_int(y), ctypes.c_uint64(int(out.gpudata)), ctypes.c_int(expect)]
-    params = (ctypes.c_void_p * 5)(map_address, *(ctypes.addressof(a) for a in args))
-    gpu.driver_call("cuLaunchKernel", fn, ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(THREADS),
-                    ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(expect), ctypes.c_void_p(0), params,
-                    ctypes.c_void_p(0))
-    gpu.cuda().Context.synchronize()
+    _launch(compiled.driver_function("tma_tile_image"), (1, 1, 1), expect,
+            [map_address, *(ctypes.addressof(a) for a in args)])
     del keep
     return out.get()[:m.box_bytes]
+
+
+def _launch(fn, grid, shared: int, params) -> None:
+    """``cuLaunchKernel`` of ``fn`` with :data:`THREADS` threads per block and ``shared`` bytes of dynamic shared
+    memory; ``params`` holds the address of each argument's value (a tensor map's: its 64-byte-aligned copy)."""
+    if shared > 48 * 1024:
+        gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(shared))
+    array = (ctypes.c_void_p * len(params))(*params)
+    gpu.driver_call("cuLaunchKernel", fn, *(ctypes.c_uint(g) for g in grid), ctypes.c_uint(THREADS), ctypes.c_uint(1),
+                    ctypes.c_uint(1), ctypes.c_uint(shared), ctypes.c_void_p(0), array, ctypes.c_void_p(0))
+    gpu.cuda().Context.synchronize()
+
+
+GEMM_V0_TILE = (64, 128, 64)
+"""BM, BN, BK of ``wgmma_gemm_v0``: one warpgroup's m64n128 per block, 64-deep K-tiles (128 bytes of BF16)."""
+GEMM_V0_SHARED = 1024 + 64 * 128 + 128 * 128
+"""Its dynamic shared memory (``WGMMA_GEMM_V0_SHARED``): the two tiles and the slack to align them to 1024 bytes."""
+
+
+def gemm_v0(A, B, precision: str = "BF16"):
+    """C = A·B (FP32) by ``wgmma_gemm_v0``, chapter 9's first GEMM: copy engine and ``wgmma``, one K-tile at a
+    time. A and B are rounded to ``precision`` (BF16 or FP16; the kernel is compiled for BF16 inputs only, for now)
+    and their rows padded to 16 bytes; the kernel takes B transposed, both through tensor maps."""
+    import numpy as np
+
+    from . import checks, tensor_gemm
+
+    if precision != "BF16":
+        raise ValueError(f"wgmma_gemm_v0 takes BF16 inputs, got {precision!r}")
+    M, N, K = checks.check_gemm_shapes(A, B)
+    a = tensor_gemm.to_device_format(A, precision)
+    bt = tensor_gemm.to_device_format(np.ascontiguousarray(B.T), precision)
+    BM, BN, BK = GEMM_V0_TILE
+    a_map = hopper.matrix_map(M, K, precision, BM, BK, "128B", row_stride_bytes=a.shape[1] * 2)
+    bt_map = hopper.matrix_map(N, K, precision, BN, BK, "128B", row_stride_bytes=bt.shape[1] * 2)
+    _require_hopper()
+    from pycuda import gpuarray
+
+    a_dev, bt_dev = gpuarray.to_gpu(a), gpuarray.to_gpu(bt)
+    c = gpuarray.empty((M, N), np.float32)
+    keep_a, a_addr = _aligned_copy(encode(a_map, int(a_dev.gpudata)))
+    keep_b, b_addr = _aligned_copy(encode(bt_map, int(bt_dev.gpudata)))
+    args = [ctypes.c_uint64(int(c.gpudata)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K)]
+    fn = compiler.load(SOURCE).driver_function("wgmma_gemm_v0")
+    _launch(fn, (-(-N // BN), -(-M // BM), 1), GEMM_V0_SHARED, [a_addr, b_addr, *(ctypes.addressof(x) for x in args)])
+    del keep_a, keep_b
+    return c.get()

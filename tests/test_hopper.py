@@ -111,3 +111,15 @@ def test_expecting_fewer_bytes_than_the_box_is_refused_before_any_gpu():
     from gemmlab import tma
     with pytest.raises(ValueError, match="at least the box's 8,192 bytes"):
         tma.tile_image(np.zeros((64, 64), np.uint16), "FP16", 64, 64, expect_bytes=4096)
+
+
+def test_the_first_wgmma_gemm_refuses_what_it_cannot_take_before_any_gpu():
+    import numpy as np
+    from gemmlab import tma
+    A = np.ones((8, 8), np.float32)
+    with pytest.raises(ValueError, match="takes BF16 inputs"):
+        tma.gemm_v0(A, A, "FP16")
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        tma.gemm_v0(A, A[:5])
+    with pytest.raises(TypeError, match="float32"):
+        tma.gemm_v0(A.astype(np.float64), A)

@@ -65,7 +65,7 @@ IMAGES = [
 
 @pytest.mark.parametrize("case", IMAGES, ids=lambda c: f"{c['dtype']}-{c['box'][0]}x{c['box'][1]}-{c['swizzle']}-at{c['at'][0]}_{c['at'][1]}")
 def test_the_copy_engine_writes_the_modelled_image(case, hopper_gpu):
-    """kernels/09_tma.cu: one cp.async.bulk.tensor completed on an mbarrier writes exactly gemmlab.hopper's image."""
+    """kernels/09_hopper.cu (tma_tile_image): one cp.async.bulk.tensor completed on an mbarrier writes exactly gemmlab.hopper's image."""
     rows, cols = case["shape"]
     values = np.arange(rows * cols, dtype=np.uint32).reshape(rows, cols)
     M = (values % 65521 + 1).astype(np.uint16) if case["dtype"] != "FP32" else values.view(np.float32)
@@ -83,7 +83,7 @@ def test_hopper_code_says_why_it_cannot_compile_elsewhere():
 
 
 def test_one_warpgroup_multiplies_where_the_model_says(hopper_gpu):
-    """kernels/09_wgmma_probe.cu: four wgmma.mma_async from swizzled shared memory; the registers, placed by
+    """kernels/09_hopper.cu (wgmma_probe): four wgmma.mma_async from swizzled shared memory; the registers, placed by
     gemmlab.hopper.wgmma_d_position, are A·B exactly (small integers are exact in BF16 and in FP32 sums)."""
     from gemmlab import probes
 
@@ -103,3 +103,16 @@ def test_a_barrier_told_to_expect_more_bytes_never_completes(hopper_gpu):
     assert hung.status == "timeout", str(hung)
     M = np.arange(64 * 64, dtype=np.uint16).reshape(64, 64)
     assert np.array_equal(tma.tile_image(M, "FP16", 64, 64), hopper.box_image(M, 64, 64))
+
+
+@pytest.mark.parametrize("M, N, K", [(1, 1, 1), (33, 17, 9), (64, 128, 64), (100, 200, 70), (256, 384, 512),
+                                     (1000, 1000, 1000)])
+def test_the_first_wgmma_gemm_is_right_at_every_size(M, N, K, hopper_gpu):
+    """wgmma_gemm_v0: the copy engine's zeros past the edges of A and B handle every size; checked against the
+    product of the BF16-rounded inputs with chapter 1's FP32 bound."""
+    from gemmlab import tensor_gemm, verify
+
+    A, B = verify.random_operands(M, N, K, seed=M + N + K)
+    C = tma.gemm_v0(A, B)
+    verdict = verify.Reference(tensor_gemm.rounded(A, "BF16"), tensor_gemm.rounded(B, "BF16")).check(C)
+    assert verdict.ok, f"{M}x{N}x{K}: {verdict}"

@@ -1,0 +1,202 @@
+// Chapter 9 (Hopper, sm_90a only): the tensor copy engine, mbarriers and warpgroup MMA (wgmma), one step at a time.
+// New since chapter 8: tensor maps passed by value, cp.async.bulk.tensor, mbarrier transactions, wgmma descriptors.
+//
+//   tma_tile_image(map, x, y, out, bytes) - one block: thread 0 sets up an mbarrier that expects `bytes` bytes,
+//       asks the copy engine for the box of `map` whose first element is column x, row y (the map's innermost
+//       dimension first, as the driver names it), and every thread waits for the barrier's phase 0 to complete;
+//       then the block writes shared memory back to out byte for byte. `bytes` must be the box's size
+//       (gemmlab.hopper.TensorMap.box_bytes): expect more and the barrier never completes (chapter 3's lesson,
+//       again); the host compares out with gemmlab.hopper.box_image. One block of 128 threads, `bytes` of
+//       dynamic shared memory.
+//   wgmma_probe(A, Bt, D) - one block of 128 threads (one warpgroup). A (64 x 64) and Bt (64 x 64, B's transpose:
+//       row n holds column n of B) are BF16, row-major, 128 bytes per row. The threads store both tiles into shared
+//       memory in the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8), as the copy engine would),
+//       then four wgmma.mma_async m64n64k16 (K = 16 each, the descriptor's address 32 bytes further each time)
+//       accumulate D = A * B in FP32, 32 registers per thread. Each thread writes its registers raw:
+//       D[thread][0..31]; gemmlab.hopper.wgmma_d_position says which element of D each one is.
+//   wgmma_gemm_v0(a_map, bt_map, C, M, N, K) - the first GEMM: C (M x N, FP32) = A (M x K) * B, BF16 inputs, B given
+//       as its transpose Bt (N x K), both through tensor maps of 64-wide boxes in the 128-byte swizzle. One warpgroup
+//       per 64 x 128 tile of C, one 64-deep K-tile at a time: copy, wait on the mbarrier, four wgmma m64n128k16,
+//       wait for them, barrier, next tile. No pipeline yet; the copy engine's zeros outside the tensor handle
+//       every edge. Grid (ceil(N / 128), ceil(M / 64)), 128 threads, WGMMA_GEMM_V0_SHARED bytes of dynamic
+//       shared memory (1024-byte aligned tiles).
+
+#include <cuda.h>
+#include <stdint.h>
+
+#define WGMMA_GEMM_V0_SHARED (1024 + 64 * 128 + 128 * 128)
+
+__device__ __forceinline__ unsigned tma_smem(const void* p)
+{
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// Thread 0: the barrier counts one arrival and `bytes` of transactions; init must be visible to the copy engine
+// (the async proxy) before any copy names the barrier.
+__device__ __forceinline__ void barrier_init(uint64_t* bar)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tma_smem(bar)));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+__device__ __forceinline__ void barrier_expect(uint64_t* bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(tma_smem(bar)), "r"(bytes) : "memory");
+}
+
+// Spin until the barrier's phase `parity` has completed.
+__device__ __forceinline__ void barrier_wait(uint64_t* bar, unsigned parity)
+{
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done) : "r"(tma_smem(bar)), "r"(parity) : "memory");
+}
+
+// The copy engine moves the box at (x, y) of `map` into shared memory at dst; its bytes count against `bar`.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(tma_smem(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(tma_smem(bar))
+                 : "memory");
+}
+
+// [tma_tile_image]
+extern "C" __global__ void __launch_bounds__(128)
+tma_tile_image(const __grid_constant__ CUtensorMap map, int x, int y, uint4* __restrict__ out, int bytes)
+{
+    extern __shared__ __align__(1024) unsigned char tile[];     // a swizzled tile starts 1024-byte aligned
+    __shared__ __align__(8) uint64_t bar;
+    if (threadIdx.x == 0)
+        barrier_init(&bar);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        barrier_expect(&bar, static_cast<unsigned>(bytes));
+        tma_load_2d(tile, &map, x, y, &bar);
+    }
+    barrier_wait(&bar, 0);
+    for (int i = threadIdx.x; i < bytes / 16; i += blockDim.x)
+        out[i] = reinterpret_cast<const uint4*>(tile)[i];
+}
+// [/tma_tile_image]
+
+// [descriptor]
+// A K-major tile of 128-byte rows in the 128-byte swizzle: address / 16 in bits 0-13, the leading byte offset
+// (unused in this layout, 16 bytes by convention) in bits 16-29, 1024 bytes from one group of 8 rows to the next
+// in bits 32-45, swizzle mode 1 (128 bytes) in bits 62-63. Same fields as gemmlab.hopper.smem_descriptor.
+__device__ __forceinline__ uint64_t descriptor_128b(const void* tile)
+{
+    const uint64_t address = tma_smem(tile);
+    return ((address & 0x3FFFF) >> 4) | (uint64_t(16 >> 4) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+// [/descriptor]
+
+// [wgmma]
+// D (64 x 64, FP32, 32 registers per thread) += A (64 x 16, from shared memory) * B (16 x 64, from shared memory,
+// stored as its transpose: 64 rows of K), both operands named by descriptors. Issued by all 128 threads together.
+__device__ __forceinline__ void wgmma_64x64x16(float (&d)[32], uint64_t desc_a, uint64_t desc_b)
+{
+    asm volatile("{\n wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 0;\n}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(desc_a), "l"(desc_b));
+}
+// [/wgmma]
+
+// [wgmma_probe]
+extern "C" __global__ void __launch_bounds__(128) wgmma_probe(const uint4* __restrict__ A, const uint4* __restrict__ Bt,
+                                                             float* __restrict__ D)
+{
+    __shared__ __align__(1024) uint4 a_tile[64 * 8];
+    __shared__ __align__(1024) uint4 b_tile[64 * 8];
+    for (int q = threadIdx.x; q < 64 * 8; q += blockDim.x) {
+        const int row = q / 8, chunk = q % 8;
+        a_tile[8 * row + (chunk ^ (row % 8))] = A[q];
+        b_tile[8 * row + (chunk ^ (row % 8))] = Bt[q];
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");     // stores by threads, read by wgmma next
+    __syncthreads();
+
+    float d[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+        d[i] = 0.0f;
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)          // 16 more columns of K: 32 bytes further along each 128-byte row
+        wgmma_64x64x16(d, descriptor_128b(a_tile) + 2 * kk, descriptor_128b(b_tile) + 2 * kk);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+        D[32 * threadIdx.x + i] = d[i];
+}
+// [/wgmma_probe]
+
+// D (64 x 128, FP32, 64 registers per thread) += A (64 x 16) * B (16 x 128), both from shared memory by descriptor,
+// B given as its transpose (128 rows of K). Issued by the 128 threads of the warpgroup together.
+__device__ __forceinline__ void wgmma_64x128x16(float (&d)[64], uint64_t desc_a, uint64_t desc_b)
+{
+    asm volatile("{\n wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;\n}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(desc_a), "l"(desc_b));
+}
+
+// [gemm_v0]
+extern "C" __global__ void __launch_bounds__(128)
+wgmma_gemm_v0(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map, float* __restrict__ C,
+              int M, int N, int K)
+{
+    constexpr int BM = 64, BN = 128, BK = 64;
+    extern __shared__ unsigned char raw[];
+    // Tiles start 1024-byte aligned (the swizzle repeats every 1024 bytes, counted from the address).
+    unsigned char* base = raw + ((1024 - tma_smem(raw) % 1024) % 1024);
+    unsigned char* a_tile = base;                        // 64 rows of 128 bytes
+    unsigned char* b_tile = base + BM * 128;             // 128 rows of 128 bytes
+    __shared__ __align__(8) uint64_t bar;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    if (threadIdx.x == 0)
+        barrier_init(&bar);
+    __syncthreads();
+
+    float d[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i)
+        d[i] = 0.0f;
+    unsigned phase = 0;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        if (threadIdx.x == 0) {
+            barrier_expect(&bar, (BM + BN) * BK * 2);
+            tma_load_2d(a_tile, &a_map, k0, m0, &bar);
+            tma_load_2d(b_tile, &bt_map, k0, n0, &bar);
+        }
+        barrier_wait(&bar, phase);
+        phase ^= 1;
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)
+            wgmma_64x128x16(d, descriptor_128b(a_tile) + 2 * kk, descriptor_128b(b_tile) + 2 * kk);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        __syncthreads();                                 // every warp is done reading the tiles before the next copy
+    }
+
+    // [epilogue] register 4j + e of lane l of warp w: row 16w + l / 4 + 8 (e / 2), column 8j + 2 (l % 4) + e % 2
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+        const int r = m0 + 16 * warp + lane / 4 + 8 * (i % 4 / 2), c = n0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+        if (r < M && c < N)
+            C[static_cast<size_t>(r) * N + c] = d[i];
+    }
+}
+// [/gemm_v0]
