@@ -8,14 +8,14 @@ parameters are checked first (:meth:`gemmlab.hopper.TensorMap.problems`): a brok
 before the driver could answer with a bare error code. :func:`driver_accepts` asks the driver alone, so that a
 GPU test can hold the Python rules against the driver's own verdicts. :func:`tile_image` runs the first Hopper
 kernel (``kernels/09_hopper.cu``): one copy into swizzled shared memory, completed on an ``mbarrier``, written back
-so that it can be compared with :func:`gemmlab.hopper.box_image`; :func:`gemm_v0` the first GEMM on the copy
-engine and ``wgmma``.
+so that it can be compared with :func:`gemmlab.hopper.box_image`; :func:`gemm` runs the GEMMs on the copy engine
+and ``wgmma`` (:data:`GEMM_V0`, :data:`GEMM_WS`).
 """
 
 from __future__ import annotations
 
 import ctypes
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from . import compiler, device, gpu, hopper
 
@@ -121,39 +121,51 @@ def tile_image(matrix, dtype: str, box_rows: int, box_cols: int, swizzle: str = 
     return out.get()[:m.box_bytes]
 
 
-def _launch(fn, grid, shared: int, params) -> None:
-    """``cuLaunchKernel`` of ``fn`` with :data:`THREADS` threads per block and ``shared`` bytes of dynamic shared
+def _launch(fn, grid, shared: int, params, threads: int = THREADS) -> None:
+    """``cuLaunchKernel`` of ``fn`` with ``threads`` threads per block and ``shared`` bytes of dynamic shared
     memory; ``params`` holds the address of each argument's value (a tensor map's: its 64-byte-aligned copy)."""
     if shared > 48 * 1024:
         gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(shared))
     array = (ctypes.c_void_p * len(params))(*params)
-    gpu.driver_call("cuLaunchKernel", fn, *(ctypes.c_uint(g) for g in grid), ctypes.c_uint(THREADS), ctypes.c_uint(1),
+    gpu.driver_call("cuLaunchKernel", fn, *(ctypes.c_uint(g) for g in grid), ctypes.c_uint(threads), ctypes.c_uint(1),
                     ctypes.c_uint(1), ctypes.c_uint(shared), ctypes.c_void_p(0), array, ctypes.c_void_p(0))
     gpu.cuda().Context.synchronize()
 
 
-GEMM_V0_TILE = (64, 128, 64)
-"""BM, BN, BK of ``wgmma_gemm_v0``: one warpgroup's m64n128 per block, 64-deep K-tiles (128 bytes of BF16)."""
-GEMM_V0_SHARED = 1024 + 64 * 128 + 128 * 128
-"""Its dynamic shared memory (``WGMMA_GEMM_V0_SHARED``): the two tiles and the slack to align them to 1024 bytes."""
+@dataclass(frozen=True)
+class HopperGemm:
+    """One GEMM kernel of ``09_hopper.cu``: its entry point, the tile of C a block computes, the K-tile its tensor
+    maps copy, the threads of a block and its dynamic shared memory (as the kernel file defines them)."""
+
+    function: str
+    BM: int
+    BN: int
+    BK: int
+    threads: int
+    shared: int
 
 
-def gemm_v0(A, B, precision: str = "BF16"):
-    """C = A·B (FP32) by ``wgmma_gemm_v0``, chapter 9's first GEMM: copy engine and ``wgmma``, one K-tile at a
-    time. A and B are rounded to ``precision`` (BF16 or FP16; the kernel is compiled for BF16 inputs only, for now)
-    and their rows padded to 16 bytes; the kernel takes B transposed, both through tensor maps."""
+GEMM_V0 = HopperGemm("wgmma_gemm_v0", 64, 128, 64, 128, 1024 + (64 + 128) * 64 * 2)
+"""One warpgroup, one K-tile at a time (``WGMMA_GEMM_V0_SHARED``)."""
+GEMM_WS = HopperGemm("wgmma_gemm_ws", 128, 256, 64, 384, 1024 + 4 * (128 + 256) * 64 * 2)
+"""A producer and two consumer warpgroups around a ring of 4 stages (``WGMMA_GEMM_WS_SHARED``)."""
+
+
+def gemm(A, B, kernel: HopperGemm = GEMM_WS, precision: str = "BF16"):
+    """C = A·B (FP32) by one of chapter 9's kernels. A and B are rounded to BF16 (the kernels take BF16 inputs for
+    now) and their rows padded to 16 bytes; the kernels take B transposed, both through tensor maps whose boxes
+    are the kernel's tiles, and the copy engine's zeros past the edges handle every size."""
     import numpy as np
 
     from . import checks, tensor_gemm
 
     if precision != "BF16":
-        raise ValueError(f"wgmma_gemm_v0 takes BF16 inputs, got {precision!r}")
+        raise ValueError(f"{kernel.function} takes BF16 inputs, got {precision!r}")
     M, N, K = checks.check_gemm_shapes(A, B)
     a = tensor_gemm.to_device_format(A, precision)
     bt = tensor_gemm.to_device_format(np.ascontiguousarray(B.T), precision)
-    BM, BN, BK = GEMM_V0_TILE
-    a_map = hopper.matrix_map(M, K, precision, BM, BK, "128B", row_stride_bytes=a.shape[1] * 2)
-    bt_map = hopper.matrix_map(N, K, precision, BN, BK, "128B", row_stride_bytes=bt.shape[1] * 2)
+    a_map = hopper.matrix_map(M, K, precision, kernel.BM, kernel.BK, "128B", row_stride_bytes=a.shape[1] * 2)
+    bt_map = hopper.matrix_map(N, K, precision, kernel.BN, kernel.BK, "128B", row_stride_bytes=bt.shape[1] * 2)
     _require_hopper()
     from pycuda import gpuarray
 
@@ -162,7 +174,8 @@ def gemm_v0(A, B, precision: str = "BF16"):
     keep_a, a_addr = _aligned_copy(encode(a_map, int(a_dev.gpudata)))
     keep_b, b_addr = _aligned_copy(encode(bt_map, int(bt_dev.gpudata)))
     args = [ctypes.c_uint64(int(c.gpudata)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K)]
-    fn = compiler.load(SOURCE).driver_function("wgmma_gemm_v0")
-    _launch(fn, (-(-N // BN), -(-M // BM), 1), GEMM_V0_SHARED, [a_addr, b_addr, *(ctypes.addressof(x) for x in args)])
+    fn = compiler.load(SOURCE).driver_function(kernel.function)
+    _launch(fn, (-(-N // kernel.BN), -(-M // kernel.BM), 1), kernel.shared, [a_addr, b_addr, *(ctypes.addressof(x) for x in args)],
+            kernel.threads)
     del keep_a, keep_b
     return c.get()

@@ -20,6 +20,9 @@
 //       wait for them, barrier, next tile. No pipeline yet; the copy engine's zeros outside the tensor handle
 //       every edge. Grid (ceil(N / 128), ceil(M / 64)), 128 threads, WGMMA_GEMM_V0_SHARED bytes of dynamic
 //       shared memory (1024-byte aligned tiles).
+//   wgmma_gemm_ws(a_map, bt_map, C, M, N, K) - the same product, warp-specialised: a ring of 4 stages, a producer
+//       warpgroup (one thread drives the copy engine) and two consumer warpgroups, each 64 x 256 of a 128 x 256 tile.
+//       Grid (ceil(N / 256), ceil(M / 128)), 384 threads, WGMMA_GEMM_WS_SHARED bytes of dynamic shared memory.
 
 #include <cuda.h>
 #include <stdint.h>
@@ -200,3 +203,119 @@ wgmma_gemm_v0(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     }
 }
 // [/gemm_v0]
+
+// [wgmma_256]
+// D (64 x 256, FP32, 128 registers per thread) += A (64 x 16) * B (16 x 256), both from shared memory by
+// descriptor, B as its transpose (256 rows of K): the widest wgmma, for the warp-specialised kernel.
+__device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], uint64_t desc_a, uint64_t desc_b)
+{
+    asm volatile("{\n wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1, 0, 0;\n}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+                   "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+                   "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+                   "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+                   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+                   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(desc_a), "l"(desc_b));
+}
+// [/wgmma_256]
+
+// [gemm_ws]
+// The warp-specialised kernel: a ring of WS_STAGES tiles filled by the copy engine, one producer warpgroup and two
+// consumer warpgroups. Thread 0 (the producer) waits until a stage is empty, tells its full barrier how many bytes
+// to expect, and asks for the next 128 x 64 tile of A and 256 x 64 tile of Bt; each consumer warpgroup waits until
+// the stage is full, multiplies its 64 rows of A by all 256 columns (four wgmma m64n256k16), and marks the stage
+// empty again. The producer gives registers back (setmaxnreg) so that the consumers can hold 128 accumulators.
+#define WS_BM 128
+#define WS_BN 256
+#define WS_BK 64
+#define WS_STAGES 4
+#define WS_CONSUMERS 2
+#define WS_THREADS 384
+#define WGMMA_GEMM_WS_SHARED (1024 + WS_STAGES * (WS_BM + WS_BN) * WS_BK * 2)
+
+__device__ __forceinline__ void barrier_init_count(uint64_t* bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(tma_smem(bar)), "r"(count));
+}
+
+__device__ __forceinline__ void barrier_arrive(uint64_t* bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(tma_smem(bar)) : "memory");
+}
+
+static_assert(WS_THREADS == 128 * (1 + WS_CONSUMERS), "one producer and WS_CONSUMERS consumer warpgroups");
+
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+wgmma_gemm_ws(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map, float* __restrict__ C,
+              int M, int N, int K)
+{
+    constexpr int A_STAGE = WS_BM * WS_BK * 2, B_STAGE = WS_BN * WS_BK * 2;
+    extern __shared__ unsigned char raw[];
+    unsigned char* base = raw + ((1024 - tma_smem(raw) % 1024) % 1024);
+    unsigned char* a_tiles = base;                                   // WS_STAGES tiles of 128 rows x 128 bytes
+    unsigned char* b_tiles = base + WS_STAGES * A_STAGE;             // WS_STAGES tiles of 256 rows x 128 bytes
+    __shared__ __align__(8) uint64_t full[WS_STAGES], empty[WS_STAGES];
+    const int m0 = blockIdx.y * WS_BM, n0 = blockIdx.x * WS_BN;
+    const int group = threadIdx.x / 128, tiles = (K + WS_BK - 1) / WS_BK;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < WS_STAGES; ++s) {
+            barrier_init_count(&full[s], 1);
+            barrier_init_count(&empty[s], WS_CONSUMERS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (group == 0) {                                                // the producer warpgroup
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (threadIdx.x == 0) {
+            for (int kt = 0; kt < tiles; ++kt) {
+                const int s = kt % WS_STAGES;
+                if (kt >= WS_STAGES)                                 // wait for the consumers to release round - 1
+                    barrier_wait(&empty[s], (kt / WS_STAGES - 1) & 1);
+                barrier_expect(&full[s], A_STAGE + B_STAGE);
+                tma_load_2d(a_tiles + s * A_STAGE, &a_map, kt * WS_BK, m0, &full[s]);
+                tma_load_2d(b_tiles + s * B_STAGE, &bt_map, kt * WS_BK, n0, &full[s]);
+            }
+        }
+    } else {                                                         // a consumer warpgroup: 64 rows of the tile
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        const int c = group - 1;
+        float d[128];
+#pragma unroll
+        for (int i = 0; i < 128; ++i)
+            d[i] = 0.0f;
+        for (int kt = 0; kt < tiles; ++kt) {
+            const int s = kt % WS_STAGES;
+            barrier_wait(&full[s], (kt / WS_STAGES) & 1);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < WS_BK / 16; ++kk)
+                wgmma_64x256x16(d, descriptor_128b(a_tiles + s * A_STAGE + c * 64 * 128) + 2 * kk,
+                                descriptor_128b(b_tiles + s * B_STAGE) + 2 * kk);
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            if (threadIdx.x % 128 == 0)
+                barrier_arrive(&empty[s]);
+        }
+        const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+#pragma unroll
+        for (int i = 0; i < 128; ++i) {
+            const int r = m0 + 64 * c + 16 * warp + lane / 4 + 8 * (i % 4 / 2), col = n0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+            if (r < M && col < N)
+                C[static_cast<size_t>(r) * N + col] = d[i];
+        }
+    }
+}
+// [/gemm_ws]

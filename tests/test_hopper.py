@@ -117,9 +117,20 @@ def test_the_first_wgmma_gemm_refuses_what_it_cannot_take_before_any_gpu():
     import numpy as np
     from gemmlab import tma
     A = np.ones((8, 8), np.float32)
-    with pytest.raises(ValueError, match="takes BF16 inputs"):
-        tma.gemm_v0(A, A, "FP16")
+    with pytest.raises(ValueError, match="wgmma_gemm_ws takes BF16 inputs"):
+        tma.gemm(A, A, precision="FP16")
     with pytest.raises(ValueError, match="inner dimensions differ"):
-        tma.gemm_v0(A, A[:5])
+        tma.gemm(A, A[:5], tma.GEMM_V0)
     with pytest.raises(TypeError, match="float32"):
-        tma.gemm_v0(A.astype(np.float64), A)
+        tma.gemm(A.astype(np.float64), A)
+
+
+def test_the_kernels_shared_memory_is_the_file_s():
+    """tma.GEMM_V0 and GEMM_WS say what kernels/09_hopper.cu's #defines say (the launch must ask for exactly it)."""
+    import re
+    from gemmlab import provenance, tma
+    text = (provenance.KERNELS_DIR / tma.SOURCE).read_text()
+    defines = dict(re.findall(r"#define (\w+) (.+)", text))
+    value = lambda name: eval(re.sub(r"[A-Z_]{3,}", lambda m: defines[m.group(0)], defines[name]))  # noqa: S307
+    assert value("WGMMA_GEMM_V0_SHARED") == tma.GEMM_V0.shared and value("WGMMA_GEMM_WS_SHARED") == tma.GEMM_WS.shared
+    assert (int(defines["WS_BM"]), int(defines["WS_BN"]), int(defines["WS_BK"])) == (tma.GEMM_WS.BM, tma.GEMM_WS.BN, tma.GEMM_WS.BK)

@@ -105,14 +105,16 @@ def test_a_barrier_told_to_expect_more_bytes_never_completes(hopper_gpu):
     assert np.array_equal(tma.tile_image(M, "FP16", 64, 64), hopper.box_image(M, 64, 64))
 
 
+@pytest.mark.parametrize("kernel", [tma.GEMM_V0, tma.GEMM_WS], ids=lambda k: k.function)
 @pytest.mark.parametrize("M, N, K", [(1, 1, 1), (33, 17, 9), (64, 128, 64), (100, 200, 70), (256, 384, 512),
-                                     (1000, 1000, 1000)])
-def test_the_first_wgmma_gemm_is_right_at_every_size(M, N, K, hopper_gpu):
-    """wgmma_gemm_v0: the copy engine's zeros past the edges of A and B handle every size; checked against the
-    product of the BF16-rounded inputs with chapter 1's FP32 bound."""
+                                     (300, 520, 1000), (1000, 1000, 1000)])
+def test_the_wgmma_gemms_are_right_at_every_size(M, N, K, kernel, hopper_gpu):
+    """The copy engine's zeros past the edges of A and B handle every size, and the ring's barriers every number of
+    K-tiles (fewer than its stages, more, not a multiple); checked against the product of the BF16-rounded inputs
+    with chapter 1's FP32 bound."""
     from gemmlab import tensor_gemm, verify
 
     A, B = verify.random_operands(M, N, K, seed=M + N + K)
-    C = tma.gemm_v0(A, B)
+    C = tma.gemm(A, B, kernel)
     verdict = verify.Reference(tensor_gemm.rounded(A, "BF16"), tensor_gemm.rounded(B, "BF16")).check(C)
     assert verdict.ok, f"{M}x{N}x{K}: {verdict}"
