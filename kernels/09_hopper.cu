@@ -154,6 +154,23 @@ __device__ __forceinline__ void wgmma_64x128x16(float (&d)[64], uint64_t desc_a,
                  : "l"(desc_a), "l"(desc_b));
 }
 
+// [store_d]
+// A warpgroup's accumulators into C (row-major, M x N), where they fall inside it. Register 4j + e of lane l of warp w
+// (of the warpgroup) is row row0 + 16w + l / 4 + 8 (e / 2), column col0 + 8j + 2 (l % 4) + e % 2: the layout of
+// gemmlab.hopper.wgmma_d_position.
+template <int REGS>
+__device__ __forceinline__ void store_d(const float (&d)[REGS], float* __restrict__ C, int M, int N, int row0, int col0)
+{
+    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < REGS; ++i) {
+        const int r = row0 + 16 * warp + lane / 4 + 8 * (i % 4 / 2), c = col0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+        if (r < M && c < N)
+            C[static_cast<size_t>(r) * N + c] = d[i];
+    }
+}
+// [/store_d]
+
 // [gemm_v0]
 extern "C" __global__ void __launch_bounds__(128)
 wgmma_gemm_v0(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map, float* __restrict__ C,
@@ -193,14 +210,7 @@ wgmma_gemm_v0(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
         __syncthreads();                                 // every warp is done reading the tiles before the next copy
     }
 
-    // [epilogue] register 4j + e of lane l of warp w: row 16w + l / 4 + 8 (e / 2), column 8j + 2 (l % 4) + e % 2
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-#pragma unroll
-    for (int i = 0; i < 64; ++i) {
-        const int r = m0 + 16 * warp + lane / 4 + 8 * (i % 4 / 2), c = n0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-        if (r < M && c < N)
-            C[static_cast<size_t>(r) * N + c] = d[i];
-    }
+    store_d(d, C, M, N, m0, n0);
 }
 // [/gemm_v0]
 
@@ -309,13 +319,7 @@ wgmma_gemm_ws(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
             if (threadIdx.x % 128 == 0)
                 barrier_arrive(&empty[s]);
         }
-        const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
-#pragma unroll
-        for (int i = 0; i < 128; ++i) {
-            const int r = m0 + 64 * c + 16 * warp + lane / 4 + 8 * (i % 4 / 2), col = n0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-            if (r < M && col < N)
-                C[static_cast<size_t>(r) * N + col] = d[i];
-        }
+        store_d(d, C, M, N, m0 + 64 * c, n0);
     }
 }
 // [/gemm_ws]
