@@ -17,7 +17,8 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass, replace
 
-from . import compiler, device, gpu, hopper
+from . import checks, compiler, device, gpu, hopper, verify
+from .gemm import DeviceProblem, GemmKernel
 
 TENSOR_MAP_BYTES = 128
 TENSOR_MAP_ALIGNMENT = 64
@@ -121,15 +122,17 @@ def tile_image(matrix, dtype: str, box_rows: int, box_cols: int, swizzle: str = 
     return out.get()[:m.box_bytes]
 
 
-def _launch(fn, grid, shared: int, params, threads: int = THREADS) -> None:
-    """``cuLaunchKernel`` of ``fn`` with ``threads`` threads per block and ``shared`` bytes of dynamic shared
-    memory; ``params`` holds the address of each argument's value (a tensor map's: its 64-byte-aligned copy)."""
+def _launch(fn, grid, shared: int, params, threads: int = THREADS, sync: bool = True) -> None:
+    """``cuLaunchKernel`` of ``fn`` on the default stream with ``threads`` threads per block and ``shared`` bytes of
+    dynamic shared memory; ``params`` holds the address of each argument's value (a tensor map's: its
+    64-byte-aligned copy). ``sync=False`` leaves it running, for timing loops."""
     if shared > 48 * 1024:
         gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(shared))
     array = (ctypes.c_void_p * len(params))(*params)
     gpu.driver_call("cuLaunchKernel", fn, *(ctypes.c_uint(g) for g in grid), ctypes.c_uint(threads), ctypes.c_uint(1),
                     ctypes.c_uint(1), ctypes.c_uint(shared), ctypes.c_void_p(0), array, ctypes.c_void_p(0))
-    gpu.cuda().Context.synchronize()
+    if sync:
+        gpu.cuda().Context.synchronize()
 
 
 @dataclass(frozen=True)
@@ -151,31 +154,76 @@ GEMM_WS = HopperGemm("wgmma_gemm_ws", 128, 256, 64, 384, 1024 + 4 * (128 + 256) 
 """A producer and two consumer warpgroups around a ring of 4 stages (``WGMMA_GEMM_WS_SHARED``)."""
 
 
+@dataclass(frozen=True)
+class HopperGemmKernel(GemmKernel):
+    """A GEMM of ``09_hopper.cu`` as a course kernel (``C = kernel(A, B)``, :func:`gemmlab.bench.time_gemm`): its
+    operands rounded to BF16 and padded (B transposed), its tensor maps encoded once per set of device buffers."""
+
+    config: HopperGemm = GEMM_WS
+    precision: str = "BF16"
+
+    @property
+    def input_precision(self) -> str:
+        return self.precision
+
+    def reference(self, A, B) -> verify.Reference:
+        from . import tensor_gemm
+        return verify.Reference(tensor_gemm.rounded(A, self.precision), tensor_gemm.rounded(B, self.precision))
+
+    def resources(self):
+        return self.compiled().resources(self.function)
+
+    def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
+        if extra_shared:
+            raise ValueError(f"{self.name}: extra shared memory is for chapter 5's kernels")
+        if tuple(spec.compute_capability) != (9, 0):
+            raise gpu.GPUUnavailable(f"{self.name} uses sm_90a instructions, which only a Hopper GPU (compute capability "
+                                     f"9.0) runs; the {spec.name} is {spec.compute_capability[0]}.{spec.compute_capability[1]}.")
+        return checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
+
+    def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
+        from . import tensor_gemm
+
+        key = (int(a_ptr), int(b_ptr), M, N, K)
+        if key not in _MAPS:
+            stride = tensor_gemm.padded_length(K, self.precision) * 2
+            c = self.config
+            _MAPS[key] = [_aligned_copy(encode(hopper.matrix_map(rows, K, self.precision, box, c.BK, "128B", stride), int(p)))
+                          for rows, box, p in ((M, c.BM, a_ptr), (N, c.BN, b_ptr))]
+        (_, a_map), (_, b_map) = _MAPS[key]
+        args = [ctypes.c_uint64(int(c_ptr)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K)]
+        _launch(self.compiled().driver_function(self.function), self.grid(M, N), self.config.shared,
+                [a_map, b_map, *(ctypes.addressof(x) for x in args)], self.config.threads, sync=False)
+
+    def on_device(self, A, B, extra_shared: int = 0) -> DeviceProblem:
+        import numpy as np
+
+        from . import tensor_gemm
+
+        checks.check_gemm_shapes(A, B)             # the inputs' mistakes are named before any GPU is needed
+        gpu.cuda()
+        M, N, K = self.check(A, B, device.current(), device.free_memory(), extra_shared)
+        from pycuda import gpuarray
+
+        a = tensor_gemm.to_device_format(A, self.precision)
+        bt = tensor_gemm.to_device_format(np.ascontiguousarray(B.T), self.precision)
+        return DeviceProblem(self, M, N, K, gpuarray.to_gpu(a), gpuarray.to_gpu(bt), gpuarray.empty((M, N), np.float32))
+
+
+_MAPS: dict[tuple, list] = {}
+"""Encoded tensor maps (with the buffers that keep them alive) by device buffers and size: encoded once."""
+
+
+def hopper_kernel(config: HopperGemm = GEMM_WS, name: str | None = None) -> HopperGemmKernel:
+    """The course kernel of one of ``09_hopper.cu``'s GEMMs."""
+    return HopperGemmKernel(name or config.function, 9, SOURCE, config.function, (config.threads, 1, 1),
+                            (config.BM, config.BN), f"{config.function}: copy engine and wgmma", config=config)
+
+
 def gemm(A, B, kernel: HopperGemm = GEMM_WS, precision: str = "BF16"):
     """C = A·B (FP32) by one of chapter 9's kernels. A and B are rounded to BF16 (the kernels take BF16 inputs for
     now) and their rows padded to 16 bytes; the kernels take B transposed, both through tensor maps whose boxes
     are the kernel's tiles, and the copy engine's zeros past the edges handle every size."""
-    import numpy as np
-
-    from . import checks, tensor_gemm
-
     if precision != "BF16":
         raise ValueError(f"{kernel.function} takes BF16 inputs, got {precision!r}")
-    M, N, K = checks.check_gemm_shapes(A, B)
-    a = tensor_gemm.to_device_format(A, precision)
-    bt = tensor_gemm.to_device_format(np.ascontiguousarray(B.T), precision)
-    a_map = hopper.matrix_map(M, K, precision, kernel.BM, kernel.BK, "128B", row_stride_bytes=a.shape[1] * 2)
-    bt_map = hopper.matrix_map(N, K, precision, kernel.BN, kernel.BK, "128B", row_stride_bytes=bt.shape[1] * 2)
-    _require_hopper()
-    from pycuda import gpuarray
-
-    a_dev, bt_dev = gpuarray.to_gpu(a), gpuarray.to_gpu(bt)
-    c = gpuarray.empty((M, N), np.float32)
-    keep_a, a_addr = _aligned_copy(encode(a_map, int(a_dev.gpudata)))
-    keep_b, b_addr = _aligned_copy(encode(bt_map, int(bt_dev.gpudata)))
-    args = [ctypes.c_uint64(int(c.gpudata)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K)]
-    fn = compiler.load(SOURCE).driver_function(kernel.function)
-    _launch(fn, (-(-N // kernel.BN), -(-M // kernel.BM), 1), kernel.shared, [a_addr, b_addr, *(ctypes.addressof(x) for x in args)],
-            kernel.threads)
-    del keep_a, keep_b
-    return c.get()
+    return hopper_kernel(kernel)(A, B)

@@ -134,3 +134,15 @@ def test_the_kernels_shared_memory_is_the_file_s():
     value = lambda name: eval(re.sub(r"[A-Z_]{3,}", lambda m: defines[m.group(0)], defines[name]))  # noqa: S307
     assert value("WGMMA_GEMM_V0_SHARED") == tma.GEMM_V0.shared and value("WGMMA_GEMM_WS_SHARED") == tma.GEMM_WS.shared
     assert (int(defines["WS_BM"]), int(defines["WS_BN"]), int(defines["WS_BK"])) == (tma.GEMM_WS.BM, tma.GEMM_WS.BN, tma.GEMM_WS.BK)
+
+
+def test_chapter_9_kernels_are_course_kernels_that_need_a_hopper_gpu():
+    import numpy as np
+    from gemmlab import device, gpu, tma
+    k = tma.hopper_kernel()
+    A = np.ones((300, 200), np.float32)
+    assert k.check(A, A.T.copy(), device.H200, 1 << 34) == (300, 300, 200)
+    assert k.grid(300, 300) == (2, 3, 1) and k.block == (384, 1, 1) and k.input_precision == "BF16"
+    with pytest.raises(gpu.GPUUnavailable, match="only a Hopper GPU"):
+        k.check(A, A.T.copy(), device.A100, 1 << 34)
+    assert np.array_equal(k.reference(A, A.T).A, A)           # ones are exact in BF16

@@ -118,3 +118,11 @@ def test_the_wgmma_gemms_are_right_at_every_size(M, N, K, kernel, hopper_gpu):
     C = tma.gemm(A, B, kernel)
     verdict = verify.Reference(tensor_gemm.rounded(A, "BF16"), tensor_gemm.rounded(B, "BF16")).check(C)
     assert verdict.ok, f"{M}x{N}x{K}: {verdict}"
+
+
+def test_the_warp_specialised_gemm_times_like_any_course_kernel(hopper_gpu):
+    from gemmlab import bench, verify
+
+    A, B = verify.random_operands(2048, 2048, 2048, seed=2)
+    r = bench.time_gemm(tma.hopper_kernel(), A, B, repeat=3)
+    assert r.correct and r.precision == "BF16" and r.tflops > 1
