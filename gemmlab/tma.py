@@ -170,9 +170,6 @@ class HopperGemmKernel(GemmKernel):
         from . import tensor_gemm
         return verify.Reference(tensor_gemm.rounded(A, self.precision), tensor_gemm.rounded(B, self.precision))
 
-    def resources(self):
-        return self.compiled().resources(self.function)
-
     def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
         if extra_shared:
             raise ValueError(f"{self.name}: extra shared memory is for chapter 5's kernels")

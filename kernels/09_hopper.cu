@@ -244,8 +244,8 @@ __device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], uint64_t desc_a
 // The warp-specialised kernel: a ring of WS_STAGES tiles filled by the copy engine, one producer warpgroup and two
 // consumer warpgroups. Thread 0 (the producer) waits until a stage is empty, tells its full barrier how many bytes
 // to expect, and asks for the next 128 x 64 tile of A and 256 x 64 tile of Bt; each consumer warpgroup waits until
-// the stage is full, multiplies its 64 rows of A by all 256 columns (four wgmma m64n256k16), and marks the stage
-// empty again. The producer gives registers back (setmaxnreg) so that the consumers can hold 128 accumulators.
+// the stage is full, multiplies its 64 rows of A by all 256 columns (four wgmma m64n256k16), waits for them, and each
+// of its warps marks the stage empty again (the empty barrier counts all eight consumer warps). The producer gives registers back (setmaxnreg) so that the consumers can hold 128 accumulators.
 #define WS_BM 128
 #define WS_BN 256
 #define WS_BK 64
@@ -281,7 +281,7 @@ wgmma_gemm_ws(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
             barrier_init_count(&full[s], 1);
-            barrier_init_count(&empty[s], WS_CONSUMERS);
+            barrier_init_count(&empty[s], WS_CONSUMERS * 4);        // every consumer warp says it is done
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -316,7 +316,7 @@ wgmma_gemm_ws(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
                                 descriptor_128b(b_tiles + s * B_STAGE) + 2 * kk);
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            if (threadIdx.x % 128 == 0)
+            if (threadIdx.x % 32 == 0)                               // this warp's reads of stage s are over
                 barrier_arrive(&empty[s]);
         }
         store_d(d, C, M, N, m0 + 64 * c, n0);
