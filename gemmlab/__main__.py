@@ -43,14 +43,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from . import registry
+    chosen = ("FP32",)
+    if args.command == "bench":
+        chosen = PRECISION_CHOICES if args.precision == "all" else (args.precision,)
     if args.command == "run":
         known = registry.known()
-    elif args.command == "bench" and args.precision not in ("FP32", "all"):
-        known = registry.tensor_kernels(args.precision)
-    elif args.command == "bench" and args.precision == "all":
-        known = {**registry.kernels(), **{n: k for p in PRECISION_CHOICES[1:] for n, k in registry.tensor_kernels(p).items()}}
     else:
-        known = registry.kernels()
+        known = {n: k for p in chosen for n, k in registry.by_precision(p).items()}
     asked = [args.kernel] if args.command == "run" else (args.kernels or []) if args.command == "bench" else []
     unknown = [k for k in asked if k not in known]
     if unknown:                     # a typo is answered before anything looks for a GPU
@@ -81,11 +80,9 @@ def main(argv=None) -> int:
             return 0 if verdict.ok else 1
         from . import bench, ceilings, precisions
         sizes = args.sizes or bench.DEFAULT_SIZES
-        chosen = PRECISION_CHOICES if args.precision == "all" else (args.precision,)
         results = []
         for p in chosen:
-            names = None if args.kernels is None else [n for n in args.kernels
-                                                       if n in (registry.kernels() if p == "FP32" else registry.tensor_kernels(p))]
+            names = None if args.kernels is None else [n for n in args.kernels if n in registry.by_precision(p)]
             if names == []:
                 continue
             results += precisions.ladder(sizes, p, names, args.repeat, progress=lambda line: print(line, file=sys.stderr))

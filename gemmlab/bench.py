@@ -116,30 +116,34 @@ def sweep(names, sizes, repeat: int = 5, cublas: bool = True) -> dict[str, list[
 DEFAULT_SIZES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 1234))
 
 
-def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress=None) -> list[GemmResult]:
+def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress=None, *, kernels=None,
+           reference=verify.Reference, cublas=None, label: str = "") -> list[GemmResult]:
     """Every course kernel (or those named) and cuBLAS at each (M, N, K): ``log`` gets one line per
-    result, ``progress`` (if given) one line per size, with the seconds it took."""
-    unknown = sorted(set(names or ()) - set(registry.kernels()))
+    result, ``progress`` (if given) one line per size, with the seconds it took. Another ladder (chapter 8's,
+    :func:`gemmlab.precisions.ladder`) passes its ``kernels`` (``{name: kernel}``), the ``reference(A, B)`` they
+    are checked against, its ``cublas(A, B, repeat, reference)`` and a ``label`` for the names and lines."""
+    every = registry.kernels() if kernels is None else kernels
+    unknown = sorted(set(names or ()) - set(every))
     if unknown:
-        raise ValueError(f"no course kernel named {', '.join(unknown)}; choose from {', '.join(registry.kernels())}")
+        raise ValueError(f"no {label or 'course'} kernel named {', '.join(unknown)}; choose from {', '.join(every)}")
     gpu.cuda()
-    chosen = [k for n, k in registry.kernels().items() if names is None or n in names]
+    chosen = [k for n, k in every.items() if names is None or n in names]
     results = []
     for i, (M, N, K) in enumerate(sizes, 1):
         start = time.monotonic()
         A, B = verify.random_operands(M, N, K, seed=M + N + K)
-        ref = verify.Reference(A, B)
+        ref = reference(A, B)
         for k in chosen:
             r = time_gemm(k, A, B, repeat, ref)
             log(format_row(r))
             results.append(r)
-        r = time_cublas(A, B, repeat, ref)
+        r = (cublas or time_cublas)(A, B, repeat, ref)
         if r is not None:
             log(format_row(r))
             results.append(r)
         if progress:
-            progress(f"size {i} of {len(sizes)}, {M}x{N}x{K}: {len(chosen)} kernels{' and cuBLAS' if r else ''} "
-                     f"checked and timed in {time.monotonic() - start:.0f} s")
+            progress(f"{label + ' ' if label else ''}size {i} of {len(sizes)}, {M}x{N}x{K}: {len(chosen)} kernels"
+                     f"{' and cuBLAS' if r else ''} checked and timed in {time.monotonic() - start:.0f} s")
     return results
 
 

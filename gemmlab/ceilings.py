@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks, device, gpu, probes, timing
+from . import checks, device, gpu, probes, tensor_gemm, timing
 from .compile_units import MMA_CHAINS
 
 
@@ -79,10 +79,8 @@ def fma_throughput(iters: int = 16384, threads: int = 256, waves: int = 8, repea
 def mma_form(precision: str, spec: device.DeviceSpec) -> tuple[str, str]:
     """The ``mma.sync`` shape and type the course's kernels use for ``precision`` on this GPU (a T4's FP16
     instruction is m16n8k8; sm_80 and later have m16n8k16)."""
-    if precision == "TF32":
-        return "m16n8k8", "tf32"
-    dtype = {"FP16": "f16", "BF16": "bf16"}[precision]
-    return ("m16n8k8" if precision == "FP16" and tuple(spec.compute_capability) < (8, 0) else "m16n8k16"), dtype
+    old_fp16 = precision == "FP16" and tuple(spec.compute_capability) < (8, 0)
+    return ("m16n8k8" if precision == "TF32" or old_fp16 else "m16n8k16"), tensor_gemm.PRECISIONS[precision]
 
 
 def tensor(precisions=("FP16", "BF16", "TF32")) -> list[Ceiling]:

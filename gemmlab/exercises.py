@@ -159,12 +159,6 @@ def _operands(A: np.ndarray, B: np.ndarray, precision: str) -> tuple[np.ndarray,
     return (A, B) if precision == "FP32" else tensor_gemm.device_operands(A, B, precision)
 
 
-def _reference(A: np.ndarray, B: np.ndarray, precision: str) -> verify.Reference:
-    if precision == "FP32":
-        return verify.Reference(A, B)
-    return verify.Reference(tensor_gemm.rounded(A, precision), tensor_gemm.rounded(B, precision))
-
-
 def _launch(kernel, block, grid, a, b, c, M: int, N: int, K: int) -> None:
     kernel(a.gpudata, b.gpudata, c.gpudata, np.int32(M), np.int32(N), np.int32(K), block=tuple(block), grid=tuple(grid))
 
@@ -197,7 +191,7 @@ def _correct(kernel, function: str, source: str, block, grid, sizes, say, precis
         c = gpuarray.to_gpu(np.full((M, N), np.nan, np.float32))
         _launch(kernel, block, g, a, b, c, M, N, K)
         gpu.cuda().Context.synchronize()
-        v = _reference(A, B, precision).check(c.get())
+        v = tensor_gemm.reference(A, B, precision).check(c.get())
         ok &= v.ok
         rows.append((f"{M}x{N}x{K}", str(v)))
     say(f"[gemmlab] exercise kernel {function} sha256:{provenance.short_sha(source)}")
@@ -244,7 +238,7 @@ def _faster(kernel, function: str, block, grid, baseline: str, at, say, precisio
 
     run_yours()
     run_base()
-    ref = _reference(A, B, precision)
+    ref = tensor_gemm.reference(A, B, precision)
     right = ref.check(c_yours.get()), ref.check(c_base.get())
     t_yours = timing.time_gpu(run_yours, warmup=1, repeat=5).median_s
     t_base = timing.time_gpu(run_base, warmup=1, repeat=5).median_s

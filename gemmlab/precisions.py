@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import time
-
 from . import bench, gpu, models, registry, timing, verify
 from .mma import to_bf16_bits
 
@@ -135,7 +133,7 @@ def time_cublas(A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
         cp.cuda.Device().synchronize()
     except cublas.CUBLASError:
         return None
-    ref = reference or verify.Reference(tensor_gemm.rounded(A, precision), tensor_gemm.rounded(B, precision))
+    ref = reference or tensor_gemm.reference(A, B, precision)
     ok = ref.check(cp.asnumpy(c)).ok
     t = timing.time_gpu(run, warmup=1, repeat=repeat)
     M, K = A.shape
@@ -153,7 +151,7 @@ def compare(kernels: dict, A: np.ndarray, B: np.ndarray, precision: str, repeat:
     _check_precisions([precision])
     gpu.cuda()
     spec = device.current()
-    ref = verify.Reference(tensor_gemm.rounded(A, precision), tensor_gemm.rounded(B, precision))
+    ref = tensor_gemm.reference(A, B, precision)
     out = {}
     for name, k in kernels.items():
         why = tensor_gemm.unavailable_reason(k, spec)
@@ -166,35 +164,21 @@ def compare(kernels: dict, A: np.ndarray, B: np.ndarray, precision: str, repeat:
 
 def ladder(sizes=bench.DEFAULT_SIZES, precision: str = "FP16", names=None, repeat: int = 5, log=print,
            progress=None) -> list[bench.GemmResult]:
-    """Chapter 8's kernels for one input format (:func:`gemmlab.registry.tensor_kernels`, or those named)
-    and cuBLAS in the same format at each (M, N, K), checked against A·B of the rounded inputs, then timed;
-    ``log`` and ``progress`` as in :func:`gemmlab.bench.ladder`."""
+    """Chapter 8's kernels for one input format (:func:`gemmlab.registry.tensor_kernels`, or those named; those
+    this GPU cannot run left out) and cuBLAS in the same format at each (M, N, K), checked against A·B of the
+    rounded inputs, then timed: :func:`gemmlab.bench.ladder` with that format's kernels, reference and cuBLAS."""
     _check_precisions([precision])
     if precision == "FP32":
         return bench.ladder(sizes, names, repeat, log, progress)
+    from . import device, tensor_gemm
+
     every = registry.tensor_kernels(precision)
     unknown = sorted(set(names or ()) - set(every))
     if unknown:
         raise ValueError(f"no {precision} kernel named {', '.join(unknown)}; choose from {', '.join(every)}")
     gpu.cuda()
-    from . import device, tensor_gemm
-
     spec = device.current()
-    chosen = [k for n, k in every.items() if (names is None or n in names) and tensor_gemm.unavailable_reason(k, spec) is None]
-    results = []
-    for i, (M, N, K) in enumerate(sizes, 1):
-        start = time.monotonic()
-        A, B = verify.random_operands(M, N, K, seed=M + N + K)
-        ref = verify.Reference(tensor_gemm.rounded(A, precision), tensor_gemm.rounded(B, precision))
-        for k in chosen:
-            r = bench.time_gemm(k, A, B, repeat, ref)
-            log(bench.format_row(r))
-            results.append(r)
-        r = time_cublas(A, B, precision, repeat, ref)
-        if r is not None:
-            log(bench.format_row(r))
-            results.append(r)
-        if progress:
-            progress(f"{precision} size {i} of {len(sizes)}, {M}x{N}x{K}: {len(chosen)} kernels{' and cuBLAS' if r else ''} "
-                     f"checked and timed in {time.monotonic() - start:.0f} s")
-    return results
+    runnable = {n: k for n, k in every.items() if (names is None or n in names) and tensor_gemm.unavailable_reason(k, spec) is None}
+    return bench.ladder(sizes, None, repeat, log, progress, kernels=runnable, label=precision,
+                        reference=lambda A, B: tensor_gemm.reference(A, B, precision),
+                        cublas=lambda A, B, rep, ref: time_cublas(A, B, precision, rep, ref))

@@ -154,6 +154,12 @@ def tensor_kernels(precision: str) -> dict[str, tensor_gemm.TensorGemmKernel]:
     return out
 
 
+def by_precision(precision: str) -> dict[str, GemmKernel]:
+    """The ladder ``python -m gemmlab bench --precision`` runs: :func:`kernels` for FP32, else chapter 8's
+    :func:`tensor_kernels` for that input format."""
+    return kernels() if precision == "FP32" else tensor_kernels(precision)
+
+
 def kernels() -> dict[str, GemmKernel]:
     """``{name: callable(A, B) -> C}`` for every kernel of the course ladder, in chapter order."""
     return {k.name: k for k in COURSE}

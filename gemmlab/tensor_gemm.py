@@ -71,11 +71,21 @@ def to_device_format(X: np.ndarray, precision: str) -> np.ndarray:
     return padded
 
 
-def device_operands(A: np.ndarray, B: np.ndarray, precision: str) -> tuple[np.ndarray, np.ndarray]:
-    """A and B as the kernels for ``precision`` take them: rounded and padded; for TF32, B transposed."""
-    if precision == "TF32":
-        return to_device_format(A, precision), to_device_format(np.asarray(B, np.float32).T, precision)
-    return to_device_format(A, precision), to_device_format(B, precision)
+def device_operands(A: np.ndarray, B: np.ndarray, precision: str,
+                    transpose_b: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A and B as the kernels for ``precision`` take them: rounded and padded, B transposed where
+    ``transpose_b`` says (by default as chapter 8's kernels want it: for TF32 only)."""
+    if transpose_b is None:
+        transpose_b = precision == "TF32"
+    return to_device_format(A, precision), to_device_format(np.asarray(B, np.float32).T if transpose_b else B, precision)
+
+
+def reference(A: np.ndarray, B: np.ndarray, precision: str) -> verify.Reference:
+    """What a product in ``precision`` is checked against: A·B of the inputs rounded to it (FP32: as they are).
+    The products of rounded inputs are exact in FP32, so chapter 1's bound for FP32 sums applies."""
+    if precision == "FP32":
+        return verify.Reference(A, B)
+    return verify.Reference(rounded(A, precision), rounded(B, precision))
 
 
 MANTISSA_BITS = {"FP32": 23, "TF32": 10, "FP16": 10, "BF16": 7}
@@ -130,9 +140,8 @@ class TensorGemmKernel(GemmKernel):
         return self.precision
 
     def reference(self, A: np.ndarray, B: np.ndarray) -> verify.Reference:
-        """A·B of the inputs rounded to this kernel's format (the products are exact in FP32, so chapter 1's
-        bound for FP32 sums applies)."""
-        return verify.Reference(rounded(A, self.precision), rounded(B, self.precision))
+        """A·B of the inputs rounded to this kernel's format (:func:`reference`)."""
+        return reference(A, B, self.precision)
 
     def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
         if not supports(self.precision, spec.compute_capability):

@@ -168,7 +168,7 @@ class HopperGemmKernel(GemmKernel):
 
     def reference(self, A, B) -> verify.Reference:
         from . import tensor_gemm
-        return verify.Reference(tensor_gemm.rounded(A, self.precision), tensor_gemm.rounded(B, self.precision))
+        return tensor_gemm.reference(A, B, self.precision)
 
     def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
         if extra_shared:
@@ -202,8 +202,7 @@ class HopperGemmKernel(GemmKernel):
         M, N, K = self.check(A, B, device.current(), device.free_memory(), extra_shared)
         from pycuda import gpuarray
 
-        a = tensor_gemm.to_device_format(A, self.precision)
-        bt = tensor_gemm.to_device_format(np.ascontiguousarray(B.T), self.precision)
+        a, bt = tensor_gemm.device_operands(A, B, self.precision, transpose_b=True)
         return DeviceProblem(self, M, N, K, gpuarray.to_gpu(a), gpuarray.to_gpu(bt), gpuarray.empty((M, N), np.float32))
 
 
