@@ -178,7 +178,11 @@ class TensorGemmKernel(GemmKernel):
 
 
 def unavailable_reason(kernel: TensorGemmKernel, spec: device.DeviceSpec) -> str | None:
-    """Why ``kernel`` cannot run on ``spec``, in one sentence, or None where it can."""
+    """Why ``kernel`` cannot run on ``spec``, in one sentence, or None where it can (a kernel with its own
+    ``unavailable_on``, such as chapter 9's, is asked first)."""
+    own = getattr(kernel, "unavailable_on", None)
+    if own and own(spec):
+        return own(spec)
     if not supports(kernel.precision, spec.compute_capability):
         return (f"{kernel.name}: the {spec.name} has no {kernel.precision} tensor-core instruction "
                 f"(compute capability {MIN_CAPABILITY[kernel.precision][0]}.{MIN_CAPABILITY[kernel.precision][1]} or newer).")

@@ -146,12 +146,21 @@ class HopperGemm:
     BK: int
     threads: int
     shared: int
+    persistent: bool = False
 
 
 GEMM_V0 = HopperGemm("wgmma_gemm_v0", 64, 128, 64, 128, 1024 + (64 + 128) * 64 * 2)
 """One warpgroup, one K-tile at a time (``WGMMA_GEMM_V0_SHARED``)."""
 GEMM_WS = HopperGemm("wgmma_gemm_ws", 128, 256, 64, 384, 1024 + 4 * (128 + 256) * 64 * 2)
 """A producer and two consumer warpgroups around a ring of 4 stages (``WGMMA_GEMM_WS_SHARED``)."""
+GEMM_OVERLAP = replace(GEMM_WS, function="wgmma_gemm_overlap")
+"""The same, each consumer handing a stage back once the tile after it is queued (``wait_group 1``)."""
+GEMM_PERSISTENT = replace(GEMM_WS, function="wgmma_gemm_persistent", persistent=True)
+"""The same, one block per SM walking over the tiles of C in groups of rows (``WS_GROUP``)."""
+GEMM_PAIRS = replace(GEMM_PERSISTENT, function="wgmma_gemm_pairs")
+"""The same, its epilogue storing two neighbouring floats per instruction."""
+GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS)
+"""Chapter 9's GEMMs, each one step after the one before."""
 
 
 @dataclass(frozen=True)
@@ -170,18 +179,37 @@ class HopperGemmKernel(GemmKernel):
         from . import tensor_gemm
         return tensor_gemm.reference(A, B, self.precision)
 
+    @property
+    def dynamic_shared(self) -> int:
+        return self.config.shared
+
+    def grid(self, M: int, N: int) -> tuple[int, int, int]:
+        if not self.config.persistent:
+            return super().grid(M, N)
+        tiles = -(-M // self.config.BM) * -(-N // self.config.BN)
+        return (max(1, min(device.current().sms, tiles)), 1, 1)
+
+    def unavailable_on(self, spec: device.DeviceSpec) -> str | None:
+        """Why this kernel cannot run on ``spec``, in one sentence, or None on a Hopper GPU."""
+        if tuple(spec.compute_capability) != (9, 0):
+            return (f"{self.name} uses sm_90a instructions, which only a Hopper GPU (compute capability 9.0) runs; "
+                    f"the {spec.name} is {spec.compute_capability[0]}.{spec.compute_capability[1]}.")
+        return None
+
     def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
         if extra_shared:
             raise ValueError(f"{self.name}: extra shared memory is for chapter 5's kernels")
-        if tuple(spec.compute_capability) != (9, 0):
-            raise gpu.GPUUnavailable(f"{self.name} uses sm_90a instructions, which only a Hopper GPU (compute capability "
-                                     f"9.0) runs; the {spec.name} is {spec.compute_capability[0]}.{spec.compute_capability[1]}.")
+        why = self.unavailable_on(spec)
+        if why:
+            raise gpu.GPUUnavailable(why)
         return checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
 
     def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
         from . import tensor_gemm
 
-        key = (int(a_ptr), int(b_ptr), M, N, K)
+        # A map holds its box (the kernel's tile): a map made for another kernel at the same addresses would
+        # copy fewer bytes than this kernel's barrier expects, and it would wait forever.
+        key = (self.config, self.precision, int(a_ptr), int(b_ptr), M, N, K)
         if key not in _MAPS:
             stride = tensor_gemm.padded_length(K, self.precision) * 2
             c = self.config

@@ -84,6 +84,7 @@ __device__ __forceinline__ void steady(const uint4* __restrict__ g, float* __res
                          : "r"(steady_smem(st + b_off[j] + 16 * kk * B_ROW)));
     };
 
+    // [steady_loop]
     for (int it = 0; it < iters; ++it) {
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk) {
@@ -119,6 +120,7 @@ __device__ __forceinline__ void steady(const uint4* __restrict__ g, float* __res
                                    "r"(b[kk][j][0]), "r"(b[kk][j][1]));
         }
     }
+    // [/steady_loop]
     if (PART >= COPIES)
         asm volatile("cp.async.wait_group 0;");
     float s = 0.0f;

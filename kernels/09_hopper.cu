@@ -171,6 +171,31 @@ __device__ __forceinline__ void store_d(const float (&d)[REGS], float* __restric
 }
 // [/store_d]
 
+// [store_d_pairs]
+// The same, two neighbouring columns per instruction: registers 2i and 2i + 1 of a thread are columns c and c + 1 of
+// one row, so where N is even (every row then starts 8-byte aligned) they leave as one 8-byte store.
+template <int REGS>
+__device__ __forceinline__ void store_d_pairs(const float (&d)[REGS], float* __restrict__ C, int M, int N, int row0, int col0)
+{
+    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < REGS; i += 2) {
+        const int r = row0 + 16 * warp + lane / 4 + 8 * (i % 4 / 2), c = col0 + 8 * (i / 4) + 2 * (lane % 4);
+        if (r >= M)
+            continue;
+        float* out = C + static_cast<size_t>(r) * N + c;
+        if (N % 2 == 0 && c + 1 < N) {
+            *reinterpret_cast<float2*>(out) = make_float2(d[i], d[i + 1]);
+        } else {
+            if (c < N)
+                out[0] = d[i];
+            if (c + 1 < N)
+                out[1] = d[i + 1];
+        }
+    }
+}
+// [/store_d_pairs]
+
 // [gemm_v0]
 extern "C" __global__ void __launch_bounds__(128)
 wgmma_gemm_v0(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map, float* __restrict__ C,
@@ -241,17 +266,25 @@ __device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], uint64_t desc_a
 // [/wgmma_256]
 
 // [gemm_ws]
-// The warp-specialised kernel: a ring of WS_STAGES tiles filled by the copy engine, one producer warpgroup and two
+// The warp-specialised kernels: a ring of WS_STAGES tiles filled by the copy engine, one producer warpgroup and two
 // consumer warpgroups. Thread 0 (the producer) waits until a stage is empty, tells its full barrier how many bytes
 // to expect, and asks for the next 128 x 64 tile of A and 256 x 64 tile of Bt; each consumer warpgroup waits until
-// the stage is full, multiplies its 64 rows of A by all 256 columns (four wgmma m64n256k16), waits for them, and each
-// of its warps marks the stage empty again (the empty barrier counts all eight consumer warps). The producer gives registers back (setmaxnreg) so that the consumers can hold 128 accumulators.
+// the stage is full, multiplies its 64 rows of A by all 256 columns (four wgmma m64n256k16), and each of its warps
+// marks the stage empty again once those wgmma are done (the empty barrier counts all eight consumer warps). The
+// producer gives registers back (setmaxnreg) so that the consumers can hold 128 accumulators each. Two switches:
+//   OVERLAP     a consumer waits for the wgmma of the tile before (wait_group 1), not of this one (wait_group 0),
+//               so the tensor cores always have the next tile's work queued while a stage is handed back;
+//   PERSISTENT  one block per SM walks over the tiles of C (tile t, t + gridDim.x, ...) in groups of WS_GROUP rows
+//               of tiles, so that the blocks running together share rows of A and columns of B in the L2, and the
+//               producer fills the ring for the next tile while the consumers store this one;
+//   PAIRS       the epilogue stores two neighbouring columns at once (store_d_pairs).
 #define WS_BM 128
 #define WS_BN 256
 #define WS_BK 64
 #define WS_STAGES 4
 #define WS_CONSUMERS 2
 #define WS_THREADS 384
+#define WS_GROUP 8
 #define WGMMA_GEMM_WS_SHARED (1024 + WS_STAGES * (WS_BM + WS_BN) * WS_BK * 2)
 
 __device__ __forceinline__ void barrier_init_count(uint64_t* bar, unsigned count)
@@ -266,18 +299,30 @@ __device__ __forceinline__ void barrier_arrive(uint64_t* bar)
 
 static_assert(WS_THREADS == 128 * (1 + WS_CONSUMERS), "one producer and WS_CONSUMERS consumer warpgroups");
 
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_ws(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map, float* __restrict__ C,
-              int M, int N, int K)
+// Tile t of C (row of tiles, column of tiles): row-major, or down groups of WS_GROUP rows of tiles column by column.
+template <bool GROUPED>
+__device__ __forceinline__ int2 ws_tile(int t, int tiles_m, int tiles_n)
+{
+    if (!GROUPED)
+        return make_int2(t / tiles_n, t % tiles_n);
+    const int per_group = WS_GROUP * tiles_n, first = t / per_group * WS_GROUP;
+    const int rows = min(WS_GROUP, tiles_m - first), in_group = t % per_group;
+    return make_int2(first + in_group % rows, in_group / rows);
+}
+
+template <bool OVERLAP, bool PERSISTENT, bool PAIRS>
+__device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensorMap* bt_map, float* __restrict__ C,
+                                        int M, int N, int K)
 {
     constexpr int A_STAGE = WS_BM * WS_BK * 2, B_STAGE = WS_BN * WS_BK * 2;
-    extern __shared__ unsigned char raw[];
-    unsigned char* base = raw + ((1024 - tma_smem(raw) % 1024) % 1024);
+    extern __shared__ unsigned char ring_raw[];
+    unsigned char* base = ring_raw + ((1024 - tma_smem(ring_raw) % 1024) % 1024);
     unsigned char* a_tiles = base;                                   // WS_STAGES tiles of 128 rows x 128 bytes
     unsigned char* b_tiles = base + WS_STAGES * A_STAGE;             // WS_STAGES tiles of 256 rows x 128 bytes
     __shared__ __align__(8) uint64_t full[WS_STAGES], empty[WS_STAGES];
-    const int m0 = blockIdx.y * WS_BM, n0 = blockIdx.x * WS_BN;
-    const int group = threadIdx.x / 128, tiles = (K + WS_BK - 1) / WS_BK;
+    const int group = threadIdx.x / 128, k_tiles = (K + WS_BK - 1) / WS_BK;
+    const int tiles_m = (M + WS_BM - 1) / WS_BM, tiles_n = (N + WS_BN - 1) / WS_BN, tiles = tiles_m * tiles_n;
+    const int first = PERSISTENT ? blockIdx.x : blockIdx.y * gridDim.x + blockIdx.x, step = PERSISTENT ? gridDim.x : tiles;
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
             barrier_init_count(&full[s], 1);
@@ -287,39 +332,95 @@ wgmma_gemm_ws(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     }
     __syncthreads();
 
+    // Both sides count the K-tiles they have passed over all of this block's tiles: stage it % WS_STAGES, and
+    // it / WS_STAGES is how many times the ring went round (the parity of the phase to wait for).
     if (group == 0) {                                                // the producer warpgroup
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0) {
-            for (int kt = 0; kt < tiles; ++kt) {
-                const int s = kt % WS_STAGES;
-                if (kt >= WS_STAGES)                                 // wait for the consumers to release round - 1
-                    barrier_wait(&empty[s], (kt / WS_STAGES - 1) & 1);
-                barrier_expect(&full[s], A_STAGE + B_STAGE);
-                tma_load_2d(a_tiles + s * A_STAGE, &a_map, kt * WS_BK, m0, &full[s]);
-                tma_load_2d(b_tiles + s * B_STAGE, &bt_map, kt * WS_BK, n0, &full[s]);
+            int it = 0;
+            for (int t = first; t < tiles; t += step) {
+                const int2 tile = ws_tile<PERSISTENT>(t, tiles_m, tiles_n);
+                for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                    const int s = it % WS_STAGES;
+                    if (it >= WS_STAGES)                             // the consumers released the last round
+                        barrier_wait(&empty[s], (it / WS_STAGES - 1) & 1);
+                    barrier_expect(&full[s], A_STAGE + B_STAGE);
+                    tma_load_2d(a_tiles + s * A_STAGE, a_map, kt * WS_BK, tile.x * WS_BM, &full[s]);
+                    tma_load_2d(b_tiles + s * B_STAGE, bt_map, kt * WS_BK, tile.y * WS_BN, &full[s]);
+                }
             }
         }
     } else {                                                         // a consumer warpgroup: 64 rows of the tile
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         const int c = group - 1;
         float d[128];
+        int it = 0;
+        for (int t = first; t < tiles; t += step) {
+            const int2 tile = ws_tile<PERSISTENT>(t, tiles_m, tiles_n);
 #pragma unroll
-        for (int i = 0; i < 128; ++i)
-            d[i] = 0.0f;
-        for (int kt = 0; kt < tiles; ++kt) {
-            const int s = kt % WS_STAGES;
-            barrier_wait(&full[s], (kt / WS_STAGES) & 1);
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            for (int i = 0; i < 128; ++i)
+                d[i] = 0.0f;
+            for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                const int s = it % WS_STAGES;
+                barrier_wait(&full[s], (it / WS_STAGES) & 1);
+                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-            for (int kk = 0; kk < WS_BK / 16; ++kk)
-                wgmma_64x256x16(d, descriptor_128b(a_tiles + s * A_STAGE + c * 64 * 128) + 2 * kk,
-                                descriptor_128b(b_tiles + s * B_STAGE) + 2 * kk);
-            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            if (threadIdx.x % 32 == 0)                               // this warp's reads of stage s are over
-                barrier_arrive(&empty[s]);
+                for (int kk = 0; kk < WS_BK / 16; ++kk)
+                    wgmma_64x256x16(d, descriptor_128b(a_tiles + s * A_STAGE + c * 64 * 128) + 2 * kk,
+                                    descriptor_128b(b_tiles + s * B_STAGE) + 2 * kk);
+                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                if (OVERLAP) {                                       // the tile before is done: hand its stage back
+                    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                    if (kt > 0 && threadIdx.x % 32 == 0)
+                        barrier_arrive(&empty[(it - 1) % WS_STAGES]);
+                } else {
+                    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+                    if (threadIdx.x % 32 == 0)
+                        barrier_arrive(&empty[s]);
+                }
+            }
+            if (OVERLAP) {
+                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+                if (k_tiles > 0 && threadIdx.x % 32 == 0)
+                    barrier_arrive(&empty[(it - 1) % WS_STAGES]);
+            }
+            if (PAIRS)
+                store_d_pairs(d, C, M, N, tile.x * WS_BM + 64 * c, tile.y * WS_BN);
+            else
+                store_d(d, C, M, N, tile.x * WS_BM + 64 * c, tile.y * WS_BN);
         }
-        store_d(d, C, M, N, m0 + 64 * c, n0);
     }
 }
+
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+wgmma_gemm_ws(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map, float* __restrict__ C,
+              int M, int N, int K)
+{
+    ws_gemm<false, false, false>(&a_map, &bt_map, C, M, N, K);
+}
 // [/gemm_ws]
+
+// [gemm_ws_variants]
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+wgmma_gemm_overlap(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map,
+                   float* __restrict__ C, int M, int N, int K)
+{
+    ws_gemm<true, false, false>(&a_map, &bt_map, C, M, N, K);
+}
+
+// Launch min(SMs, tiles of C) blocks in one row: each walks over the tiles, WS_GROUP rows of tiles at a time.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+wgmma_gemm_persistent(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map,
+                      float* __restrict__ C, int M, int N, int K)
+{
+    ws_gemm<true, true, false>(&a_map, &bt_map, C, M, N, K);
+}
+
+// The persistent kernel with an epilogue of 8-byte stores (store_d_pairs).
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+wgmma_gemm_pairs(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map,
+                 float* __restrict__ C, int M, int N, int K)
+{
+    ws_gemm<true, true, true>(&a_map, &bt_map, C, M, N, K);
+}
+// [/gemm_ws_variants]

@@ -27,10 +27,22 @@ assert ran and not wrong, wrong
 """
 
 
+CHECK_HOPPER = """
+from gemmlab import compiler, device, gpu, tensor_gemm, tma, verify
+gpu.cuda()
+if tuple(device.current().compute_capability) == (9, 0) and compiler.target() == compiler.arch():
+    A, B = verify.random_operands(300, 520, 200)  # ragged edges, 4 K-tiles, 6 or more tiles of C
+    ref = verify.Reference(tensor_gemm.rounded(A, "BF16"), tensor_gemm.rounded(B, "BF16"))
+    wrong = [c.function for c in tma.GEMMS if not ref.check(tma.gemm(A, B, c)).ok]
+    assert not wrong, wrong
+"""
+
+
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
-@pytest.mark.parametrize("script", [CHECK_ALL, CHECK_TENSOR], ids=["fp32-kernels", "tensor-core-kernels"])
+@pytest.mark.parametrize("script", [CHECK_ALL, CHECK_TENSOR, CHECK_HOPPER], ids=["fp32-kernels", "tensor-core-kernels", "hopper-kernels"])
 def test_every_kernel_is_sanitizer_clean(script, tool):
-    """The FP32 kernels of the registry, then chapter 8's (cp.async rings, ldmatrix, swizzled tiles)."""
+    """The FP32 kernels of the registry, then chapter 8's (cp.async rings, ldmatrix, swizzled tiles), then chapter
+    9's (the copy engine, mbarriers, wgmma; on a Hopper GPU only, elsewhere the script checks nothing)."""
     report = watchdog.run_sanitized(tool, script, timeout_s=900)
     if report.errors is None and "not installed" in report.note:
         pytest.skip(report.note)

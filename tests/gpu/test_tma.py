@@ -105,12 +105,13 @@ def test_a_barrier_told_to_expect_more_bytes_never_completes(hopper_gpu):
     assert np.array_equal(tma.tile_image(M, "FP16", 64, 64), hopper.box_image(M, 64, 64))
 
 
-@pytest.mark.parametrize("kernel", [tma.GEMM_V0, tma.GEMM_WS], ids=lambda k: k.function)
+@pytest.mark.parametrize("kernel", tma.GEMMS, ids=lambda k: k.function)
 @pytest.mark.parametrize("M, N, K", [(1, 1, 1), (33, 17, 9), (64, 128, 64), (100, 200, 70), (256, 384, 512),
-                                     (300, 520, 1000), (1000, 1000, 1000)])
+                                     (300, 520, 1000), (1000, 1000, 1000), (2000, 4100, 130)])
 def test_the_wgmma_gemms_are_right_at_every_size(M, N, K, kernel, hopper_gpu):
     """The copy engine's zeros past the edges of A and B handle every size, and the ring's barriers every number of
-    K-tiles (fewer than its stages, more, not a multiple); checked against the product of the BF16-rounded inputs
+    K-tiles (fewer than its stages, more, not a multiple) and, in the persistent kernel, more tiles of C than SMs
+    (2000 x 4100: 272 tiles); checked against the product of the BF16-rounded inputs
     with chapter 1's FP32 bound."""
     from gemmlab import tensor_gemm, verify
 
