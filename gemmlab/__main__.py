@@ -28,10 +28,11 @@ def main(argv=None) -> int:
     b.add_argument("--sizes", nargs="+", type=_size, default=None,
                    help="N (for NxNxN) or MxNxK; default 1024 2048 4096 8192 3000x5000x1234")
     b.add_argument("--kernels", nargs="+", default=None,
-                   help="only these kernels (names from gemmlab.kernels(), or registry.tensor_kernels(precision))")
+                   help="only these kernels (names from gemmlab.kernels(), or registry.by_precision(precision))")
     b.add_argument("--precision", choices=[*PRECISION_CHOICES, "all"], default="FP32",
                    help="FP32: chapters 1-7 against cuBLAS FP32 (the default); TF32, FP16, BF16: chapter 8's tensor-core "
-                        "kernels against cuBLAS in that format; all: each in turn, in one JSON")
+                        "kernels (and, for FP16 and BF16 on a Hopper GPU, chapter 9's) against cuBLAS in that format; "
+                        "all: each in turn, in one JSON")
     b.add_argument("--repeat", type=int, default=5)
     b.add_argument("--json", type=Path, default=Path("results/bench.json"), help="where to write the JSON")
     sub.add_parser("info", help="the device's properties, and its tensor cores' measured mma.sync ceilings")

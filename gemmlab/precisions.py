@@ -164,15 +164,15 @@ def compare(kernels: dict, A: np.ndarray, B: np.ndarray, precision: str, repeat:
 
 def ladder(sizes=bench.DEFAULT_SIZES, precision: str = "FP16", names=None, repeat: int = 5, log=print,
            progress=None) -> list[bench.GemmResult]:
-    """Chapter 8's kernels for one input format (:func:`gemmlab.registry.tensor_kernels`, or those named; those
-    this GPU cannot run left out) and cuBLAS in the same format at each (M, N, K), checked against A·B of the
+    """Chapters 8 and 9's kernels for one input format (:func:`gemmlab.registry.by_precision`, or those named;
+    those this GPU cannot run left out) and cuBLAS in the same format at each (M, N, K), checked against A·B of the
     rounded inputs, then timed: :func:`gemmlab.bench.ladder` with that format's kernels, reference and cuBLAS."""
     _check_precisions([precision])
     if precision == "FP32":
         return bench.ladder(sizes, names, repeat, log, progress)
     from . import device, tensor_gemm
 
-    every = registry.tensor_kernels(precision)
+    every = registry.by_precision(precision)
     unknown = sorted(set(names or ()) - set(every))
     if unknown:
         raise ValueError(f"no {precision} kernel named {', '.join(unknown)}; choose from {', '.join(every)}")

@@ -154,10 +154,33 @@ def tensor_kernels(precision: str) -> dict[str, tensor_gemm.TensorGemmKernel]:
     return out
 
 
+HOPPER_STEPS: tuple[tuple[str, str, str], ...] = (
+    ("hopper_v0", "GEMM_V0", "one warpgroup: the copy engine and wgmma, one 64-deep K-tile at a time"),
+    ("hopper_ring", "GEMM_WS", "+ a ring of 4 stages, a producer and two consumer warpgroups, 128x256 tiles"),
+    ("hopper_overlap", "GEMM_OVERLAP", "+ a stage handed back once the next tile's wgmma are queued"),
+    ("hopper_persistent", "GEMM_PERSISTENT", "+ one block per SM walking over the tiles in groups of rows"),
+    ("hopper_pairs", "GEMM_PAIRS", "+ an epilogue of 8-byte stores"),
+)
+"""Chapter 9's ladder, as triples of a name, the :mod:`gemmlab.tma` configuration and what the step adds."""
+
+
+def hopper_kernels(precision: str) -> dict[str, GemmKernel]:
+    """Chapter 9's ladder for BF16 or FP16 inputs, in order (``hopper_pairs_bf16``); an empty dict for TF32, which
+    these kernels do not take. They run on a Hopper GPU only: elsewhere they say so when asked
+    (:func:`gemmlab.tensor_gemm.unavailable_reason`), and the bench leaves them out."""
+    from . import tma
+
+    if precision not in tma.PRECISIONS:
+        return {}
+    suffix = tensor_gemm.PRECISIONS[precision]
+    return {f"{step}_{suffix}": replace(tma.hopper_kernel(getattr(tma, config), f"{step}_{suffix}", precision), summary=summary)
+            for step, config, summary in HOPPER_STEPS}
+
+
 def by_precision(precision: str) -> dict[str, GemmKernel]:
     """The ladder ``python -m gemmlab bench --precision`` runs: :func:`kernels` for FP32, else chapter 8's
-    :func:`tensor_kernels` for that input format."""
-    return kernels() if precision == "FP32" else tensor_kernels(precision)
+    :func:`tensor_kernels` for that input format followed by chapter 9's :func:`hopper_kernels`."""
+    return kernels() if precision == "FP32" else {**tensor_kernels(precision), **hopper_kernels(precision)}
 
 
 def kernels() -> dict[str, GemmKernel]:
@@ -172,9 +195,9 @@ def named() -> dict[str, GemmKernel]:
 
 def known() -> dict[str, GemmKernel]:
     """Every name :func:`lookup` and ``python -m gemmlab run`` accept: :func:`named`, every ``07_fast.cu``
-    configuration by its entry point's name (chapter 7's tuned configurations and ablations), chapter 8's
-    ladders (:func:`tensor_kernels`) and every ``08_tensor_core.cu`` configuration and format by its entry point."""
-    tensor = {name: k for p in tensor_gemm.PRECISIONS for name, k in tensor_kernels(p).items()}
+    configuration by its entry point's name (chapter 7's tuned configurations and ablations), chapters 8 and 9's
+    ladders (:func:`by_precision`) and every ``08_tensor_core.cu`` configuration and format by its entry point."""
+    tensor = {name: k for p in tensor_gemm.PRECISIONS for name, k in by_precision(p).items()}
     configs = {k.name: k for k in (tensor_gemm.mma_kernel(c, p) for c in tc_configs.CONFIGS for p in c.precisions)}
     return {**named(), **{c.function: fast_kernel(c) for c in fast_configs.CONFIGS}, **tensor, **configs}
 

@@ -15,6 +15,7 @@ and ``wgmma`` (:data:`GEMM_V0`, :data:`GEMM_WS`).
 from __future__ import annotations
 
 import ctypes
+import os
 from dataclasses import dataclass, replace
 
 from . import checks, compiler, device, gpu, hopper, verify
@@ -189,11 +190,19 @@ class HopperGemmKernel(GemmKernel):
         tiles = -(-M // self.config.BM) * -(-N // self.config.BN)
         return (max(1, min(device.current().sms, tiles)), 1, 1)
 
+    @property
+    def entry_point(self) -> str:
+        from . import tensor_gemm
+        return f"{self.function}_{tensor_gemm.PRECISIONS[self.precision]}"
+
     def unavailable_on(self, spec: device.DeviceSpec) -> str | None:
-        """Why this kernel cannot run on ``spec``, in one sentence, or None on a Hopper GPU."""
+        """Why this kernel cannot run on ``spec`` (or be compiled in this run), in one sentence, or None."""
         if tuple(spec.compute_capability) != (9, 0):
             return (f"{self.name} uses sm_90a instructions, which only a Hopper GPU (compute capability 9.0) runs; "
                     f"the {spec.name} is {spec.compute_capability[0]}.{spec.compute_capability[1]}.")
+        wanted = os.environ.get(compiler.ARCH_VARIABLE, "").strip()      # as compiler.target() reads it, without a GPU
+        if wanted and wanted != "sm_90":
+            return f"{self.name} uses sm_90a instructions and cannot be compiled under {compiler.ARCH_VARIABLE}={wanted}."
         return None
 
     def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
@@ -217,7 +226,7 @@ class HopperGemmKernel(GemmKernel):
                           for rows, box, p in ((M, c.BM, a_ptr), (N, c.BN, b_ptr))]
         (_, a_map), (_, b_map) = _MAPS[key]
         args = [ctypes.c_uint64(int(c_ptr)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K)]
-        _launch(self.compiled().driver_function(self.function), self.grid(M, N), self.config.shared,
+        _launch(self.compiled().driver_function(self.entry_point), self.grid(M, N), self.config.shared,
                 [a_map, b_map, *(ctypes.addressof(x) for x in args)], self.config.threads, sync=False)
 
     def on_device(self, A, B, extra_shared: int = 0) -> DeviceProblem:
@@ -238,16 +247,22 @@ _MAPS: dict[tuple, list] = {}
 """Encoded tensor maps (with the buffers that keep them alive) by device buffers and size: encoded once."""
 
 
-def hopper_kernel(config: HopperGemm = GEMM_WS, name: str | None = None) -> HopperGemmKernel:
-    """The course kernel of one of ``09_hopper.cu``'s GEMMs."""
-    return HopperGemmKernel(name or config.function, 9, SOURCE, config.function, (config.threads, 1, 1),
-                            (config.BM, config.BN), f"{config.function}: copy engine and wgmma", config=config)
+PRECISIONS = ("BF16", "FP16")
+"""The input formats of ``09_hopper.cu``'s GEMMs (FP32 sums): each has an entry point per format."""
+
+
+def hopper_kernel(config: HopperGemm = GEMM_WS, name: str | None = None, precision: str = "BF16") -> HopperGemmKernel:
+    """The course kernel of one of ``09_hopper.cu``'s GEMMs for ``precision`` inputs (BF16 or FP16)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"{config.function} takes {' or '.join(PRECISIONS)} inputs, got {precision!r}")
+    from . import tensor_gemm
+    return HopperGemmKernel(name or f"{config.function}_{tensor_gemm.PRECISIONS[precision]}", 9, SOURCE, config.function,
+                            (config.threads, 1, 1), (config.BM, config.BN), f"{config.function}: copy engine and wgmma",
+                            config=config, precision=precision)
 
 
 def gemm(A, B, kernel: HopperGemm = GEMM_WS, precision: str = "BF16"):
-    """C = A·B (FP32) by one of chapter 9's kernels. A and B are rounded to BF16 (the kernels take BF16 inputs for
-    now) and their rows padded to 16 bytes; the kernels take B transposed, both through tensor maps whose boxes
-    are the kernel's tiles, and the copy engine's zeros past the edges handle every size."""
-    if precision != "BF16":
-        raise ValueError(f"{kernel.function} takes BF16 inputs, got {precision!r}")
-    return hopper_kernel(kernel)(A, B)
+    """C = A·B (FP32) by one of chapter 9's kernels. A and B are rounded to ``precision`` (BF16 or FP16) and their
+    rows padded to 16 bytes; the kernels take B transposed, both through tensor maps whose boxes are the kernel's
+    tiles, and the copy engine's zeros past the edges handle every size."""
+    return hopper_kernel(kernel, precision=precision)(A, B)

@@ -14,15 +14,17 @@
 //       then four wgmma.mma_async m64n64k16 (K = 16 each, the descriptor's address 32 bytes further each time)
 //       accumulate D = A * B in FP32, 32 registers per thread. Each thread writes its registers raw:
 //       D[thread][0..31]; gemmlab.hopper.wgmma_d_position says which element of D each one is.
-//   wgmma_gemm_v0(a_map, bt_map, C, M, N, K) - the first GEMM: C (M x N, FP32) = A (M x K) * B, BF16 inputs, B given
-//       as its transpose Bt (N x K), both through tensor maps of 64-wide boxes in the 128-byte swizzle. One warpgroup
-//       per 64 x 128 tile of C, one 64-deep K-tile at a time: copy, wait on the mbarrier, four wgmma m64n128k16,
-//       wait for them, barrier, next tile. No pipeline yet; the copy engine's zeros outside the tensor handle
-//       every edge. Grid (ceil(N / 128), ceil(M / 64)), 128 threads, WGMMA_GEMM_V0_SHARED bytes of dynamic
-//       shared memory (1024-byte aligned tiles).
-//   wgmma_gemm_ws(a_map, bt_map, C, M, N, K) - the same product, warp-specialised: a ring of 4 stages, a producer
+//   wgmma_gemm_v0_bf16 / _f16(a_map, bt_map, C, M, N, K) - the first GEMM: C (M x N, FP32) = A (M x K) * B, BF16 or
+//       FP16 inputs, B given as its transpose Bt (N x K), both through tensor maps of 64-wide boxes in the 128-byte
+//       swizzle. One warpgroup per 64 x 128 tile of C, one 64-deep K-tile at a time: copy, wait on the mbarrier, four
+//       wgmma m64n128k16, wait for them, barrier, next tile. No pipeline yet; the copy engine's zeros outside the
+//       tensor handle every edge. Grid (ceil(N / 128), ceil(M / 64)), 128 threads, WGMMA_GEMM_V0_SHARED bytes of
+//       dynamic shared memory (1024-byte aligned tiles).
+//   wgmma_gemm_ws_bf16 / _f16 (same arguments) - the same product, warp-specialised: a ring of 4 stages, a producer
 //       warpgroup (one thread drives the copy engine) and two consumer warpgroups, each 64 x 256 of a 128 x 256 tile.
 //       Grid (ceil(N / 256), ceil(M / 128)), 384 threads, WGMMA_GEMM_WS_SHARED bytes of dynamic shared memory.
+//   wgmma_gemm_overlap_*, wgmma_gemm_persistent_*, wgmma_gemm_pairs_* - the same with one more switch each (see
+//       ws_gemm): overlapped waits, persistent blocks (grid: min(SMs, tiles of C) blocks in one row), paired stores.
 
 #include <cuda.h>
 #include <stdint.h>
@@ -97,14 +99,21 @@ __device__ __forceinline__ uint64_t descriptor_128b(const void* tile)
 // [wgmma]
 // D (64 x 64, FP32, 32 registers per thread) += A (64 x 16, from shared memory) * B (16 x 64, from shared memory,
 // stored as its transpose: 64 rows of K), both operands named by descriptors. Issued by all 128 threads together.
+#define WGMMA_64x64(T) \
+    asm volatile("{\n wgmma.mma_async.sync.aligned.m64n64k16.f32." T "." T " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 0;\n}" \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
+        : "l"(desc_a), "l"(desc_b))
+
+template <bool F16>
 __device__ __forceinline__ void wgmma_64x64x16(float (&d)[32], uint64_t desc_a, uint64_t desc_b)
 {
-    asm volatile("{\n wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 0;\n}"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "l"(desc_a), "l"(desc_b));
+    if constexpr (F16)
+        WGMMA_64x64("f16");
+    else
+        WGMMA_64x64("bf16");
 }
 // [/wgmma]
 
@@ -129,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(128) wgmma_probe(const uint4* __res
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)          // 16 more columns of K: 32 bytes further along each 128-byte row
-        wgmma_64x64x16(d, descriptor_128b(a_tile) + 2 * kk, descriptor_128b(b_tile) + 2 * kk);
+        wgmma_64x64x16<false>(d, descriptor_128b(a_tile) + 2 * kk, descriptor_128b(b_tile) + 2 * kk);
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #pragma unroll
@@ -140,18 +149,25 @@ extern "C" __global__ void __launch_bounds__(128) wgmma_probe(const uint4* __res
 
 // D (64 x 128, FP32, 64 registers per thread) += A (64 x 16) * B (16 x 128), both from shared memory by descriptor,
 // B given as its transpose (128 rows of K). Issued by the 128 threads of the warpgroup together.
+#define WGMMA_64x128(T) \
+    asm volatile("{\n wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;\n}" \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
+        : "l"(desc_a), "l"(desc_b))
+
+template <bool F16>
 __device__ __forceinline__ void wgmma_64x128x16(float (&d)[64], uint64_t desc_a, uint64_t desc_b)
 {
-    asm volatile("{\n wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;\n}"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "l"(desc_a), "l"(desc_b));
+    if constexpr (F16)
+        WGMMA_64x128("f16");
+    else
+        WGMMA_64x128("bf16");
 }
 
 // [store_d]
@@ -197,14 +213,14 @@ __device__ __forceinline__ void store_d_pairs(const float (&d)[REGS], float* __r
 // [/store_d_pairs]
 
 // [gemm_v0]
-extern "C" __global__ void __launch_bounds__(128)
-wgmma_gemm_v0(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map, float* __restrict__ C,
-              int M, int N, int K)
+template <bool F16>
+__device__ __forceinline__ void v0_gemm(const CUtensorMap* a_map, const CUtensorMap* bt_map, float* __restrict__ C,
+                                        int M, int N, int K)
 {
     constexpr int BM = 64, BN = 128, BK = 64;
-    extern __shared__ unsigned char raw[];
+    extern __shared__ unsigned char v0_raw[];
     // Tiles start 1024-byte aligned (the swizzle repeats every 1024 bytes, counted from the address).
-    unsigned char* base = raw + ((1024 - tma_smem(raw) % 1024) % 1024);
+    unsigned char* base = v0_raw + ((1024 - tma_smem(v0_raw) % 1024) % 1024);
     unsigned char* a_tile = base;                        // 64 rows of 128 bytes
     unsigned char* b_tile = base + BM * 128;             // 128 rows of 128 bytes
     __shared__ __align__(8) uint64_t bar;
@@ -221,15 +237,15 @@ wgmma_gemm_v0(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     for (int k0 = 0; k0 < K; k0 += BK) {
         if (threadIdx.x == 0) {
             barrier_expect(&bar, (BM + BN) * BK * 2);
-            tma_load_2d(a_tile, &a_map, k0, m0, &bar);
-            tma_load_2d(b_tile, &bt_map, k0, n0, &bar);
+            tma_load_2d(a_tile, a_map, k0, m0, &bar);
+            tma_load_2d(b_tile, bt_map, k0, n0, &bar);
         }
         barrier_wait(&bar, phase);
         phase ^= 1;
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
-            wgmma_64x128x16(d, descriptor_128b(a_tile) + 2 * kk, descriptor_128b(b_tile) + 2 * kk);
+            wgmma_64x128x16<F16>(d, descriptor_128b(a_tile) + 2 * kk, descriptor_128b(b_tile) + 2 * kk);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         __syncthreads();                                 // every warp is done reading the tiles before the next copy
@@ -239,29 +255,43 @@ wgmma_gemm_v0(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
 }
 // [/gemm_v0]
 
+// Every GEMM of this file twice, for BF16 inputs (name_bf16) and for FP16 inputs (name_f16); they differ only in the
+// type that wgmma's name gives (and that the host's tensor maps describe).
+#define GEMM_PARAMS const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map, \
+                    float* __restrict__ C, int M, int N, int K
+extern "C" __global__ void __launch_bounds__(128) wgmma_gemm_v0_bf16(GEMM_PARAMS) { v0_gemm<false>(&a_map, &bt_map, C, M, N, K); }
+extern "C" __global__ void __launch_bounds__(128) wgmma_gemm_v0_f16(GEMM_PARAMS) { v0_gemm<true>(&a_map, &bt_map, C, M, N, K); }
+
 // [wgmma_256]
 // D (64 x 256, FP32, 128 registers per thread) += A (64 x 16) * B (16 x 256), both from shared memory by
 // descriptor, B as its transpose (256 rows of K): the widest wgmma, for the warp-specialised kernel.
+#define WGMMA_64x256(T) \
+    asm volatile("{\n wgmma.mma_async.sync.aligned.m64n256k16.f32." T "." T " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1, 0, 0;\n}" \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
+        : "l"(desc_a), "l"(desc_b))
+
+template <bool F16>
 __device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], uint64_t desc_a, uint64_t desc_b)
 {
-    asm volatile("{\n wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1, 0, 0;\n}"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-                   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-                   "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-                   "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-                   "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-                   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-                   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-                 : "l"(desc_a), "l"(desc_b));
+    if constexpr (F16)
+        WGMMA_64x256("f16");
+    else
+        WGMMA_64x256("bf16");
 }
 // [/wgmma_256]
 
@@ -310,7 +340,7 @@ __device__ __forceinline__ int2 ws_tile(int t, int tiles_m, int tiles_n)
     return make_int2(first + in_group % rows, in_group / rows);
 }
 
-template <bool OVERLAP, bool PERSISTENT, bool PAIRS>
+template <bool OVERLAP, bool PERSISTENT, bool PAIRS, bool F16>
 __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensorMap* bt_map, float* __restrict__ C,
                                         int M, int N, int K)
 {
@@ -366,7 +396,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
                 asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
                 for (int kk = 0; kk < WS_BK / 16; ++kk)
-                    wgmma_64x256x16(d, descriptor_128b(a_tiles + s * A_STAGE + c * 64 * 128) + 2 * kk,
+                    wgmma_64x256x16<F16>(d, descriptor_128b(a_tiles + s * A_STAGE + c * 64 * 128) + 2 * kk,
                                     descriptor_128b(b_tiles + s * B_STAGE) + 2 * kk);
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
                 if (OVERLAP) {                                       // the tile before is done: hand its stage back
@@ -392,35 +422,25 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
     }
 }
 
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_ws(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map, float* __restrict__ C,
-              int M, int N, int K)
-{
-    ws_gemm<false, false, false>(&a_map, &bt_map, C, M, N, K);
-}
 // [/gemm_ws]
 
 // [gemm_ws_variants]
+// The steps, each with one more switch on: the ring alone, + overlapped waits, + persistent blocks, + paired stores.
+// The persistent ones take min(SMs, tiles of C) blocks in one row.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_overlap(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map,
-                   float* __restrict__ C, int M, int N, int K)
-{
-    ws_gemm<true, false, false>(&a_map, &bt_map, C, M, N, K);
-}
-
-// Launch min(SMs, tiles of C) blocks in one row: each walks over the tiles, WS_GROUP rows of tiles at a time.
+wgmma_gemm_ws_bf16(GEMM_PARAMS) { ws_gemm<false, false, false, false>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_persistent(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map,
-                      float* __restrict__ C, int M, int N, int K)
-{
-    ws_gemm<true, true, false>(&a_map, &bt_map, C, M, N, K);
-}
-
-// The persistent kernel with an epilogue of 8-byte stores (store_d_pairs).
+wgmma_gemm_ws_f16(GEMM_PARAMS) { ws_gemm<false, false, false, true>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_pairs(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map,
-                 float* __restrict__ C, int M, int N, int K)
-{
-    ws_gemm<true, true, true>(&a_map, &bt_map, C, M, N, K);
-}
+wgmma_gemm_overlap_bf16(GEMM_PARAMS) { ws_gemm<true, false, false, false>(&a_map, &bt_map, C, M, N, K); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+wgmma_gemm_overlap_f16(GEMM_PARAMS) { ws_gemm<true, false, false, true>(&a_map, &bt_map, C, M, N, K); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+wgmma_gemm_persistent_bf16(GEMM_PARAMS) { ws_gemm<true, true, false, false>(&a_map, &bt_map, C, M, N, K); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+wgmma_gemm_persistent_f16(GEMM_PARAMS) { ws_gemm<true, true, false, true>(&a_map, &bt_map, C, M, N, K); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+wgmma_gemm_pairs_bf16(GEMM_PARAMS) { ws_gemm<true, true, true, false>(&a_map, &bt_map, C, M, N, K); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+wgmma_gemm_pairs_f16(GEMM_PARAMS) { ws_gemm<true, true, true, true>(&a_map, &bt_map, C, M, N, K); }
 // [/gemm_ws_variants]

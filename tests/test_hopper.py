@@ -1,6 +1,8 @@
 """Chapter 9's groundwork without a GPU (gemmlab.hopper): the copy engine's swizzles, tensor-map rules and
 wgmma descriptors."""
 
+from pathlib import Path
+
 import pytest
 
 from gemmlab import hopper, mma
@@ -113,12 +115,12 @@ def test_expecting_fewer_bytes_than_the_box_is_refused_before_any_gpu():
         tma.tile_image(np.zeros((64, 64), np.uint16), "FP16", 64, 64, expect_bytes=4096)
 
 
-def test_the_first_wgmma_gemm_refuses_what_it_cannot_take_before_any_gpu():
+def test_the_wgmma_gemms_refuse_what_they_cannot_take_before_any_gpu():
     import numpy as np
     from gemmlab import tma
     A = np.ones((8, 8), np.float32)
-    with pytest.raises(ValueError, match="wgmma_gemm_ws takes BF16 inputs"):
-        tma.gemm(A, A, precision="FP16")
+    with pytest.raises(ValueError, match="wgmma_gemm_ws takes BF16 or FP16 inputs, got 'TF32'"):
+        tma.gemm(A, A, precision="TF32")
     with pytest.raises(ValueError, match="inner dimensions differ"):
         tma.gemm(A, A[:5], tma.GEMM_V0)
     with pytest.raises(TypeError, match="float32"):
@@ -146,3 +148,38 @@ def test_chapter_9_kernels_are_course_kernels_that_need_a_hopper_gpu():
     with pytest.raises(gpu.GPUUnavailable, match="only a Hopper GPU"):
         k.check(A, A.T.copy(), device.A100, 1 << 34)
     assert np.array_equal(k.reference(A, A.T).A, A)           # ones are exact in BF16
+
+
+def test_chapter_9_ladder_by_precision():
+    """Each GEMM of 09_hopper.cu is in the registry for BF16 and FP16 inputs, after chapter 8's ladder, with its
+    entry point's suffix; TF32 has none."""
+    from gemmlab import registry, tensor_gemm, tma
+
+    for p in tma.PRECISIONS:
+        hopper = registry.hopper_kernels(p)
+        suffix = tensor_gemm.PRECISIONS[p]
+        assert [k.config for k in hopper.values()] == list(tma.GEMMS)
+        assert [k.entry_point for k in hopper.values()] == [f"{c.function}_{suffix}" for c in tma.GEMMS]
+        assert all(n.endswith(f"_{suffix}") and k.name == n and k.precision == p for n, k in hopper.items())
+        assert list(registry.by_precision(p)) == [*registry.tensor_kernels(p), *hopper]
+    assert registry.hopper_kernels("TF32") == {} and "hopper_pairs_f16" in registry.known()
+
+
+def test_every_entry_point_the_python_names_is_in_the_file():
+    import re
+
+    from gemmlab import registry, tma
+    text = (Path(__file__).parents[1] / "kernels" / tma.SOURCE).read_text()
+    defined = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\(GEMM_PARAMS\)", text))
+    named = {k.entry_point for p in tma.PRECISIONS for k in registry.hopper_kernels(p).values()}
+    assert named == defined
+
+
+def test_chapter_9_kernels_say_they_cannot_be_compiled_for_another_architecture(monkeypatch):
+    from gemmlab import compiler, device, registry
+
+    k = registry.lookup("hopper_pairs_bf16")
+    assert k.unavailable_on(device.H200) is None
+    monkeypatch.setenv(compiler.ARCH_VARIABLE, "compute_75")
+    assert "cannot be compiled under GEMMLAB_ARCH=compute_75" in k.unavailable_on(device.H200)
+    assert "only a Hopper GPU" in k.unavailable_on(device.T4)

@@ -63,7 +63,7 @@ def test_cli_precision_all_writes_every_format_with_its_own_cublas(tmp_path):
     assert set(data["mma_ceilings_tflops"]) == set(formats) - {"FP32"}
     for p in formats[1:]:
         mine = [r for r in rows if r["precision"] == p and r["kernel"] != "cuBLAS"]
-        assert {r["kernel"] for r in mine} <= set(registry.tensor_kernels(p)) and mine
+        assert {r["kernel"] for r in mine} <= set(registry.by_precision(p)) and mine
         assert all(r["correct"] and 0 < r["fraction_of_mma_ceiling"] for r in mine)
         cub = [r for r in rows if r["precision"] == p and r["kernel"] == "cuBLAS"]
         assert len(cub) == 1 and cub[0]["correct"]

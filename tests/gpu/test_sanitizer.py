@@ -32,8 +32,8 @@ from gemmlab import compiler, device, gpu, tensor_gemm, tma, verify
 gpu.cuda()
 if tuple(device.current().compute_capability) == (9, 0) and compiler.target() == compiler.arch():
     A, B = verify.random_operands(300, 520, 200)  # ragged edges, 4 K-tiles, 6 or more tiles of C
-    ref = verify.Reference(tensor_gemm.rounded(A, "BF16"), tensor_gemm.rounded(B, "BF16"))
-    wrong = [c.function for c in tma.GEMMS if not ref.check(tma.gemm(A, B, c)).ok]
+    wrong = [(c.function, p) for p in tma.PRECISIONS for c in tma.GEMMS
+             if not tensor_gemm.reference(A, B, p).check(tma.gemm(A, B, c, p)).ok]
     assert not wrong, wrong
 """
 

@@ -105,20 +105,65 @@ def test_a_barrier_told_to_expect_more_bytes_never_completes(hopper_gpu):
     assert np.array_equal(tma.tile_image(M, "FP16", 64, 64), hopper.box_image(M, 64, 64))
 
 
+@pytest.fixture
+def dirty_memory():
+    """Device memory that held NaNs just before: a kernel or a tensor map that reads past its operands meets NaN
+    instead of the zeros of fresh memory, and fails."""
+    from pycuda import gpuarray
+
+    junk = gpuarray.empty(1 << 24, np.float32)
+    junk.fill(np.float32(np.nan))
+    del junk
+
+
+@pytest.mark.parametrize("precision", tma.PRECISIONS)
 @pytest.mark.parametrize("kernel", tma.GEMMS, ids=lambda k: k.function)
 @pytest.mark.parametrize("M, N, K", [(1, 1, 1), (33, 17, 9), (64, 128, 64), (100, 200, 70), (256, 384, 512),
                                      (300, 520, 1000), (1000, 1000, 1000), (2000, 4100, 130)])
-def test_the_wgmma_gemms_are_right_at_every_size(M, N, K, kernel, hopper_gpu):
+def test_the_wgmma_gemms_are_right_at_every_size(M, N, K, kernel, precision, hopper_gpu, dirty_memory):
     """The copy engine's zeros past the edges of A and B handle every size, and the ring's barriers every number of
-    K-tiles (fewer than its stages, more, not a multiple) and, in the persistent kernel, more tiles of C than SMs
-    (2000 x 4100: 272 tiles); checked against the product of the BF16-rounded inputs
-    with chapter 1's FP32 bound."""
+    K-tiles (fewer than its stages, more, not a multiple) and, in the persistent kernels, more tiles of C than SMs
+    (2000 x 4100: 272 tiles); checked against the product of the rounded inputs with chapter 1's FP32 bound."""
     from gemmlab import tensor_gemm, verify
 
     A, B = verify.random_operands(M, N, K, seed=M + N + K)
-    C = tma.gemm(A, B, kernel)
-    verdict = verify.Reference(tensor_gemm.rounded(A, "BF16"), tensor_gemm.rounded(B, "BF16")).check(C)
+    C = tma.gemm(A, B, kernel, precision)
+    verdict = tensor_gemm.reference(A, B, precision).check(C)
     assert verdict.ok, f"{M}x{N}x{K}: {verdict}"
+
+
+@pytest.mark.parametrize("precision", tma.PRECISIONS)
+@pytest.mark.parametrize("kernel", tma.GEMMS, ids=lambda k: k.function)
+def test_nan_and_inf_land_where_numpy_puts_them(kernel, precision, hopper_gpu):
+    from gemmlab import tensor_gemm, verify
+
+    A, B = verify.random_operands(150, 300, 100, seed=4)
+    A[3, 5], A[140, 7], B[2, 11], B[9, 280] = np.nan, np.inf, -np.inf, np.inf
+    C = tma.gemm(A, B, kernel, precision)
+    with np.errstate(invalid="ignore"):
+        R = tensor_gemm.rounded(A, precision).astype(np.float64) @ tensor_gemm.rounded(B, precision).astype(np.float64)
+    assert np.array_equal(np.isnan(C), np.isnan(R)) and np.array_equal(np.isposinf(C), np.isposinf(R))
+    assert np.array_equal(np.isneginf(C), np.isneginf(R)) and np.isnan(C).any() and np.isinf(C).any()
+
+
+def test_a_map_made_for_one_kernel_is_never_used_by_another(hopper_gpu):
+    """v0 and the paired-stores kernel launched on the same device buffers, one after the other: each must get maps
+    of its own boxes (with v0's 64 x 128 boxes the other's barrier would expect more bytes than arrive, and wait
+    forever), so the run is a child process under the watchdog."""
+    from gemmlab import watchdog
+
+    code = """
+from gemmlab import tensor_gemm, tma, verify
+A, B = verify.random_operands(200, 300, 100, seed=5)
+ref = tensor_gemm.reference(A, B, "BF16")
+problem = tma.hopper_kernel(tma.GEMM_V0).on_device(A, B)
+for config in (tma.GEMM_V0, tma.GEMM_PAIRS, tma.GEMM_V0):
+    problem.c.fill(0)
+    tma.hopper_kernel(config).launch(problem.a.gpudata, problem.b.gpudata, problem.c.gpudata, 200, 300, 100)
+    assert ref.check(problem.result()).ok, config.function
+"""
+    outcome = watchdog.run_isolated(code, timeout_s=60)
+    assert outcome.status == "ok", str(outcome)
 
 
 def test_the_warp_specialised_gemm_times_like_any_course_kernel(hopper_gpu):
