@@ -160,6 +160,7 @@ HOPPER_STEPS: tuple[tuple[str, str, str], ...] = (
     ("hopper_overlap", "GEMM_OVERLAP", "+ a stage handed back once the next tile's wgmma are queued"),
     ("hopper_persistent", "GEMM_PERSISTENT", "+ one block per SM walking over the tiles in groups of rows"),
     ("hopper_pairs", "GEMM_PAIRS", "+ an epilogue of 8-byte stores"),
+    ("hopper_cluster", "GEMM_CLUSTER", "+ clusters of two blocks, each copying half of a shared B tile into both"),
 )
 """Chapter 9's ladder, as triples of a name, the :mod:`gemmlab.tma` configuration and what the step adds."""
 

@@ -148,6 +148,7 @@ class HopperGemm:
     threads: int
     shared: int
     persistent: bool = False
+    cluster: int = 1
 
 
 GEMM_V0 = HopperGemm("wgmma_gemm_v0", 64, 128, 64, 128, 1024 + (64 + 128) * 64 * 2)
@@ -160,7 +161,9 @@ GEMM_PERSISTENT = replace(GEMM_WS, function="wgmma_gemm_persistent", persistent=
 """The same, one block per SM walking over the tiles of C in groups of rows (``WS_GROUP``)."""
 GEMM_PAIRS = replace(GEMM_PERSISTENT, function="wgmma_gemm_pairs")
 """The same, its epilogue storing two neighbouring floats per instruction."""
-GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS)
+GEMM_CLUSTER = replace(GEMM_PAIRS, function="wgmma_gemm_cluster", cluster=2)
+"""The same in clusters of two blocks, each block's copy engine fetching half of a shared B tile into both."""
+GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUSTER)
 """Chapter 9's GEMMs, each one step after the one before."""
 
 
@@ -185,10 +188,12 @@ class HopperGemmKernel(GemmKernel):
         return self.config.shared
 
     def grid(self, M: int, N: int) -> tuple[int, int, int]:
-        if not self.config.persistent:
+        c = self.config
+        if not c.persistent:
             return super().grid(M, N)
-        tiles = -(-M // self.config.BM) * -(-N // self.config.BN)
-        return (max(1, min(device.current().sms, tiles)), 1, 1)
+        work = -(-M // (c.BM * c.cluster)) * -(-N // c.BN)          # tiles of C, or pairs of them in clusters of two
+        room = device.current().sms if c.cluster == 1 else _active_clusters(self)
+        return (c.cluster * max(1, min(room, work)), 1, 1)
 
     @property
     def entry_point(self) -> str:
@@ -223,7 +228,7 @@ class HopperGemmKernel(GemmKernel):
             stride = tensor_gemm.padded_length(K, self.precision) * 2
             c = self.config
             _MAPS[key] = [_aligned_copy(encode(hopper.matrix_map(rows, K, self.precision, box, c.BK, "128B", stride), int(p)))
-                          for rows, box, p in ((M, c.BM, a_ptr), (N, c.BN, b_ptr))]
+                          for rows, box, p in ((M, c.BM, a_ptr), (N, c.BN // c.cluster, b_ptr))]
         (_, a_map), (_, b_map) = _MAPS[key]
         args = [ctypes.c_uint64(int(c_ptr)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K)]
         _launch(self.compiled().driver_function(self.entry_point), self.grid(M, N), self.config.shared,
@@ -242,6 +247,33 @@ class HopperGemmKernel(GemmKernel):
         a, bt = tensor_gemm.device_operands(A, B, self.precision, transpose_b=True)
         return DeviceProblem(self, M, N, K, gpuarray.to_gpu(a), gpuarray.to_gpu(bt), gpuarray.empty((M, N), np.float32))
 
+
+class _LaunchConfig(ctypes.Structure):
+    """``CUlaunchConfig``: what ``cuOccupancyMaxActiveClusters`` is asked about."""
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p),
+                ("numAttrs", ctypes.c_uint)]
+
+
+def _active_clusters(kernel: HopperGemmKernel) -> int:
+    """How many clusters of ``kernel`` (its cluster size is compiled in) the GPU holds at once, as the driver counts
+    them: SMs are grouped, and a cluster's blocks must sit in one group, so this can be less than SMs / 2. A
+    persistent grid larger than this would run its last clusters after the others, doubling the time."""
+    c = kernel.config
+    key = (kernel.entry_point, c.threads, c.shared)
+    if key not in _CLUSTERS:
+        fn = kernel.compiled().driver_function(kernel.entry_point)
+        gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(c.shared))
+        config = _LaunchConfig(c.cluster * device.current().sms, 1, 1, c.threads, 1, 1, c.shared, None, None, 0)
+        count = ctypes.c_int(0)
+        gpu.driver_call("cuOccupancyMaxActiveClusters", ctypes.byref(count), fn, ctypes.byref(config))
+        _CLUSTERS[key] = max(1, count.value)
+    return _CLUSTERS[key]
+
+
+_CLUSTERS: dict[tuple, int] = {}
+"""Clusters the GPU holds at once, by entry point, threads and shared memory (asked once)."""
 
 _MAPS: dict[tuple, list] = {}
 """Encoded tensor maps (with the buffers that keep them alive) by device buffers and size: encoded once."""

@@ -23,8 +23,9 @@
 //   wgmma_gemm_ws_bf16 / _f16 (same arguments) - the same product, warp-specialised: a ring of 4 stages, a producer
 //       warpgroup (one thread drives the copy engine) and two consumer warpgroups, each 64 x 256 of a 128 x 256 tile.
 //       Grid (ceil(N / 256), ceil(M / 128)), 384 threads, WGMMA_GEMM_WS_SHARED bytes of dynamic shared memory.
-//   wgmma_gemm_overlap_*, wgmma_gemm_persistent_*, wgmma_gemm_pairs_* - the same with one more switch each (see
-//       ws_gemm): overlapped waits, persistent blocks (grid: min(SMs, tiles of C) blocks in one row), paired stores.
+//   wgmma_gemm_overlap_*, wgmma_gemm_persistent_*, wgmma_gemm_pairs_*, wgmma_gemm_cluster_* - the same with one more
+//       switch each (see ws_gemm): overlapped waits, persistent blocks (grid: min(SMs, tiles of C) blocks in one
+//       row), paired stores, clusters of two blocks sharing B (its tensor map's box: 128 x 64).
 
 #include <cuda.h>
 #include <stdint.h>
@@ -307,7 +308,10 @@ __device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], uint64_t desc_a
 //   PERSISTENT  one block per SM walks over the tiles of C (tile t, t + gridDim.x, ...) in groups of WS_GROUP rows
 //               of tiles, so that the blocks running together share rows of A and columns of B in the L2, and the
 //               producer fills the ring for the next tile while the consumers store this one;
-//   PAIRS       the epilogue stores two neighbouring columns at once (store_d_pairs).
+//   PAIRS       the epilogue stores two neighbouring columns at once (store_d_pairs);
+//   CLUSTER     2: the blocks work in clusters of two on rows of tiles 2i and 2i + 1 of one column, and each block's
+//               copy engine fetches half of the shared B tile into both (multicast): half the B traffic from the
+//               L2. A stage is empty once the consumers of both blocks are done with it.
 #define WS_BM 128
 #define WS_BN 256
 #define WS_BK 64
@@ -329,6 +333,49 @@ __device__ __forceinline__ void barrier_arrive(uint64_t* bar)
 
 static_assert(WS_THREADS == 128 * (1 + WS_CONSUMERS), "one producer and WS_CONSUMERS consumer warpgroups");
 
+// [cluster_helpers]
+// Clusters of two blocks (chapter 9's last step): the block's rank in its cluster, a barrier over every thread of the
+// cluster that has not exited, an arrival on the other block's copy of a barrier, and a copy that the engine writes
+// into the same place of both blocks' shared memory (and counts against both blocks' barriers at that place).
+__device__ __forceinline__ unsigned cluster_rank()
+{
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+}
+
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\n barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+__device__ __forceinline__ void barrier_arrive_in(uint64_t* bar, unsigned rank)
+{
+    asm volatile("{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %0, %1;\n"
+                 " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}"
+                 ::"r"(tma_smem(bar)), "r"(rank) : "memory");
+}
+
+__device__ __forceinline__ void tma_load_2d_both(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;"
+                 ::"r"(tma_smem(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(tma_smem(bar)),
+                   "h"(static_cast<unsigned short>(0b11))
+                 : "memory");
+}
+// [/cluster_helpers]
+
+// A consumer warp is done with a stage: it says so to its block's empty barrier and, in a cluster, to the other
+// block's too (whose copy engine writes half of the stage's B into this block).
+template <int CLUSTER>
+__device__ __forceinline__ void release(uint64_t* empty, unsigned rank)
+{
+    barrier_arrive(empty);
+    if (CLUSTER > 1)
+        barrier_arrive_in(empty, rank ^ 1);
+}
+
 // Tile t of C (row of tiles, column of tiles): row-major, or down groups of WS_GROUP rows of tiles column by column.
 template <bool GROUPED>
 __device__ __forceinline__ int2 ws_tile(int t, int tiles_m, int tiles_n)
@@ -340,7 +387,7 @@ __device__ __forceinline__ int2 ws_tile(int t, int tiles_m, int tiles_n)
     return make_int2(first + in_group % rows, in_group / rows);
 }
 
-template <bool OVERLAP, bool PERSISTENT, bool PAIRS, bool F16>
+template <bool OVERLAP, bool PERSISTENT, bool PAIRS, bool F16, int CLUSTER = 1>
 __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensorMap* bt_map, float* __restrict__ C,
                                         int M, int N, int K)
 {
@@ -350,17 +397,26 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
     unsigned char* a_tiles = base;                                   // WS_STAGES tiles of 128 rows x 128 bytes
     unsigned char* b_tiles = base + WS_STAGES * A_STAGE;             // WS_STAGES tiles of 256 rows x 128 bytes
     __shared__ __align__(8) uint64_t full[WS_STAGES], empty[WS_STAGES];
+    static_assert(CLUSTER == 1 || (CLUSTER == 2 && PERSISTENT), "clusters of two, in the persistent kernel only");
     const int group = threadIdx.x / 128, k_tiles = (K + WS_BK - 1) / WS_BK;
-    const int tiles_m = (M + WS_BM - 1) / WS_BM, tiles_n = (N + WS_BN - 1) / WS_BN, tiles = tiles_m * tiles_n;
-    const int first = PERSISTENT ? blockIdx.x : blockIdx.y * gridDim.x + blockIdx.x, step = PERSISTENT ? gridDim.x : tiles;
+    // With clusters the two blocks of a cluster take rows of tiles 2i and 2i + 1 of the same column: the work is
+    // counted in such pairs (a pair past the last row computes zeros that it never stores).
+    const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
+    const int tiles_m = (M + WS_BM * CLUSTER - 1) / (WS_BM * CLUSTER), tiles_n = (N + WS_BN - 1) / WS_BN;
+    const int tiles = tiles_m * tiles_n;
+    const int first = PERSISTENT ? blockIdx.x / CLUSTER : blockIdx.y * gridDim.x + blockIdx.x;
+    const int step = PERSISTENT ? gridDim.x / CLUSTER : tiles;
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
             barrier_init_count(&full[s], 1);
-            barrier_init_count(&empty[s], WS_CONSUMERS * 4);        // every consumer warp says it is done
+            barrier_init_count(&empty[s], WS_CONSUMERS * 4 * CLUSTER);  // every consumer warp of the cluster is done
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    __syncthreads();
+    if (CLUSTER > 1)
+        cluster_sync();              // both blocks' barriers exist before either block's copies name them
+    else
+        __syncthreads();
 
     // Both sides count the K-tiles they have passed over all of this block's tiles: stage it % WS_STAGES, and
     // it / WS_STAGES is how many times the ring went round (the parity of the phase to wait for).
@@ -370,13 +426,20 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
             int it = 0;
             for (int t = first; t < tiles; t += step) {
                 const int2 tile = ws_tile<PERSISTENT>(t, tiles_m, tiles_n);
+                const int m0 = (tile.x * CLUSTER + rank) * WS_BM, n0 = tile.y * WS_BN;
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                     const int s = it % WS_STAGES;
                     if (it >= WS_STAGES)                             // the consumers released the last round
                         barrier_wait(&empty[s], (it / WS_STAGES - 1) & 1);
                     barrier_expect(&full[s], A_STAGE + B_STAGE);
-                    tma_load_2d(a_tiles + s * A_STAGE, a_map, kt * WS_BK, tile.x * WS_BM, &full[s]);
-                    tma_load_2d(b_tiles + s * B_STAGE, bt_map, kt * WS_BK, tile.y * WS_BN, &full[s]);
+                    tma_load_2d(a_tiles + s * A_STAGE, a_map, kt * WS_BK, m0, &full[s]);
+                    if (CLUSTER == 1) {
+                        tma_load_2d(b_tiles + s * B_STAGE, bt_map, kt * WS_BK, n0, &full[s]);
+                    } else {                                         // this block's half of B, into both blocks
+                        const int half = WS_BN / 2;
+                        tma_load_2d_both(b_tiles + s * B_STAGE + rank * half * 128, bt_map, kt * WS_BK, n0 + rank * half,
+                                         &full[s]);
+                    }
                 }
             }
         }
@@ -387,6 +450,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
         int it = 0;
         for (int t = first; t < tiles; t += step) {
             const int2 tile = ws_tile<PERSISTENT>(t, tiles_m, tiles_n);
+            const int m0 = (tile.x * CLUSTER + rank) * WS_BM, n0 = tile.y * WS_BN;
 #pragma unroll
             for (int i = 0; i < 128; ++i)
                 d[i] = 0.0f;
@@ -402,31 +466,34 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
                 if (OVERLAP) {                                       // the tile before is done: hand its stage back
                     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
                     if (kt > 0 && threadIdx.x % 32 == 0)
-                        barrier_arrive(&empty[(it - 1) % WS_STAGES]);
+                        release<CLUSTER>(&empty[(it - 1) % WS_STAGES], rank);
                 } else {
                     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
                     if (threadIdx.x % 32 == 0)
-                        barrier_arrive(&empty[s]);
+                        release<CLUSTER>(&empty[s], rank);
                 }
             }
             if (OVERLAP) {
                 asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
                 if (k_tiles > 0 && threadIdx.x % 32 == 0)
-                    barrier_arrive(&empty[(it - 1) % WS_STAGES]);
+                    release<CLUSTER>(&empty[(it - 1) % WS_STAGES], rank);
             }
             if (PAIRS)
-                store_d_pairs(d, C, M, N, tile.x * WS_BM + 64 * c, tile.y * WS_BN);
+                store_d_pairs(d, C, M, N, m0 + 64 * c, n0);
             else
-                store_d(d, C, M, N, tile.x * WS_BM + 64 * c, tile.y * WS_BN);
+                store_d(d, C, M, N, m0 + 64 * c, n0);
         }
     }
+    if (CLUSTER > 1)
+        cluster_sync();              // no block leaves while the other may still arrive on its barriers
 }
 
 // [/gemm_ws]
 
 // [gemm_ws_variants]
-// The steps, each with one more switch on: the ring alone, + overlapped waits, + persistent blocks, + paired stores.
-// The persistent ones take min(SMs, tiles of C) blocks in one row.
+// The steps, each with one more switch on: the ring alone, + overlapped waits, + persistent blocks, + paired stores,
+// + clusters of two blocks that share each tile of B. The persistent ones take min(SMs, tiles of C) blocks in one
+// row; the clustered one an even number, at most twice the clusters that fit on the GPU at once.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 wgmma_gemm_ws_bf16(GEMM_PARAMS) { ws_gemm<false, false, false, false>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
@@ -443,4 +510,8 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 wgmma_gemm_pairs_bf16(GEMM_PARAMS) { ws_gemm<true, true, true, false>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 wgmma_gemm_pairs_f16(GEMM_PARAMS) { ws_gemm<true, true, true, true>(&a_map, &bt_map, C, M, N, K); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
+wgmma_gemm_cluster_bf16(GEMM_PARAMS) { ws_gemm<true, true, true, false, 2>(&a_map, &bt_map, C, M, N, K); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
+wgmma_gemm_cluster_f16(GEMM_PARAMS) { ws_gemm<true, true, true, true, 2>(&a_map, &bt_map, C, M, N, K); }
 // [/gemm_ws_variants]

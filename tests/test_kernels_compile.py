@@ -23,7 +23,7 @@ pytestmark = pytest.mark.usefixtures("nvcc_path")
 
 def entry_points(text: str) -> set[str]:
     """Names of the extern "C" __global__ functions of a source text."""
-    names = set(re.findall(r'extern "C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(', text))
+    names = set(re.findall(r'extern "C"\s+__global__\s+void\s+(?:__\w+__\([^)]*\)\s+)*(\w+)\s*\(', text))
     for block in re.findall(r'extern "C"\s*\{(.*?)\n\}', text, re.S):
         names |= set(re.findall(r'__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(', block))
     return names
