@@ -297,3 +297,41 @@ def check_kernel(source: str, function: str, block: tuple[int, int, int],
     if conflict_free:
         ok &= _conflict_free(source, function, block, grid, say, precision=precision)
     return ok
+
+
+# ---------------------------------------------------------------- chapter 9's models (no GPU needed)
+
+def _check_function(fn: Callable[[int], int], model: Callable[[int], int], inputs, what: str, quiet: bool) -> bool:
+    """Compare ``fn`` with ``model`` on every input; print one verdict naming the first difference."""
+    if not callable(fn):
+        raise ExerciseError(f"give a function that takes an int and returns an int, got {type(fn).__name__}")
+    say = (lambda *_: None) if quiet else print
+    for x in inputs:
+        try:
+            got = fn(x)
+        except Exception as exc:                  # the reader's function: report, do not crash the check
+            say(f"{what}: your function raised {type(exc).__name__} ({exc}) at {x:#x}")
+            return False
+        want = model(x)
+        if got != want:
+            say(f"{what}: at {x:#x} your function gives {got:#x}, the model {want:#x}")
+            return False
+    say(f"{what}: the model's value at every one of {len(inputs):,} inputs")
+    return True
+
+
+def check_descriptor(fn: Callable[[int], int], quiet: bool = False) -> bool:
+    """Chapter 9's first exercise: ``fn(address)`` must be :func:`gemmlab.hopper.smem_descriptor` of a K-major
+    tile of 128-byte rows in the 128-byte swizzle (leading byte offset 16, 1024 bytes between groups of 8 rows) at
+    every 1024-byte-aligned shared-memory ``address`` of a block's 227 KiB. True when it is; one printed verdict."""
+    from . import hopper
+    return _check_function(fn, lambda a: hopper.smem_descriptor(a, 16, 1024, "128B"), list(range(0, 227 * 1024, 1024)),
+                           "descriptor", quiet)
+
+
+def check_swizzle(fn: Callable[[int], int], quiet: bool = False) -> bool:
+    """Chapter 9's second exercise: ``fn(offset)`` must be :func:`gemmlab.hopper.swizzled_offset` under the 128-byte
+    swizzle for every byte of a 16 KiB tile. True when it is; one printed verdict."""
+    from . import hopper
+    return _check_function(fn, lambda o: hopper.swizzled_offset(o, "128B"), list(range(16 * 1024)), "128-byte swizzle",
+                           quiet)

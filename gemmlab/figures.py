@@ -408,3 +408,33 @@ def fragments(shape: str = "m16n8k16", dtype: str = "f16", title: str = ""):
         ax.tick_params(length=0)
     fig.suptitle(title or f"mma.sync {shape} .{dtype}: the lane that holds each element\n(colour: which of the lane's registers)")
     return fig
+
+
+def swizzle(swizzle: str = "128B", rows: int = 8, title: str = ""):
+    """Where the copy engine puts each 16-byte chunk of a tile's rows under ``swizzle`` (from
+    :func:`gemmlab.hopper.swizzled_offset`): one row of the figure per row of the tile, one column per 16-byte
+    slot of shared memory; each slot shows, and is coloured by, the chunk of the row that lands there."""
+    from matplotlib.colors import ListedColormap, to_rgb
+
+    from . import hopper
+
+    chunks = hopper.SWIZZLES[swizzle] // 16 if hopper.SWIZZLES[swizzle] else 8
+    row_bytes = 16 * chunks
+    grid = np.zeros((rows, chunks), dtype=int)
+    for r in range(rows):
+        for c in range(chunks):
+            slot = hopper.swizzled_offset(row_bytes * r + 16 * c, swizzle) % row_bytes // 16
+            grid[r, slot] = c
+    tints = ListedColormap([tuple(0.3 * x + 0.7 for x in to_rgb(PALETTE[i % len(PALETTE)])) for i in range(chunks)])
+    fig, ax = new(height=0.45 * rows + 1.6)
+    ax.imshow(grid, cmap=tints, vmin=-0.5, vmax=chunks - 0.5, aspect="auto", interpolation="nearest")
+    for r in range(rows):
+        for s in range(chunks):
+            ax.text(s, r, str(grid[r, s]), ha="center", va="center", color="#1a1a1a")
+    ax.set_xticks(range(chunks), [f"{16 * s}" for s in range(chunks)])
+    ax.set_yticks(range(rows))
+    ax.set_xlabel("byte of the row in shared memory (16-byte slots)")
+    ax.set_ylabel("row of the tile")
+    ax.tick_params(length=0)
+    ax.set_title(title or f"The {swizzle} swizzle: which 16-byte chunk of each row sits in each slot")
+    return fig

@@ -47,6 +47,8 @@ def sample_figures():
         "speed_against_occupancy": lambda: figures.speed_against_occupancy(
             {"tiled16": [(1, 8.1), (0.5, 7.9), (0.25, 6.0)], "tiled32": [(1, 8.4), (0.5, 8.3)]}, "Occupancy", "TFLOP/s"),
         "fragments": lambda: figures.fragments("m16n8k16", "f16"),
+        "swizzle": lambda: figures.swizzle("128B"),
+        "swizzle_64": lambda: figures.swizzle("64B", rows=4),
         "fragments_tf32": lambda: figures.fragments("m16n8k8", "tf32"),
         "warp_sectors": lambda: figures.warp_sectors({"row": {"A": [0] * 32, "B": [4 * i for i in lanes]},
                                                       "column": {"A": [4096 * i for i in lanes]}}, "Sectors"),
@@ -196,3 +198,14 @@ def test_the_output_checks_can_fail():
     once = new_code_cell("fig = figures.ladder(data)", outputs=[new_output("display_data", data={"image/png": png})])
     assert len(figure_problems(twice)) == 2 and figure_problems(stray) and not figure_problems(once)
     assert png_width(png) == 761
+
+
+def test_the_swizzle_figure_is_the_model():
+    """Each slot of the swizzle figure names the chunk that gemmlab.hopper puts there: row r of 128-byte rows
+    holds chunk s XOR r in slot s."""
+    import matplotlib.pyplot as plt
+
+    fig = SAMPLES["swizzle"]()
+    cells = [int(t.get_text()) for t in fig.axes[0].texts]
+    assert cells == [s ^ r for r in range(8) for s in range(8)]
+    plt.close(fig)

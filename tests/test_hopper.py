@@ -183,3 +183,17 @@ def test_chapter_9_kernels_say_they_cannot_be_compiled_for_another_architecture(
     monkeypatch.setenv(compiler.ARCH_VARIABLE, "compute_75")
     assert "cannot be compiled under GEMMLAB_ARCH=compute_75" in k.unavailable_on(device.H200)
     assert "only a Hopper GPU" in k.unavailable_on(device.T4)
+
+
+def test_chapter_9_exercises_are_checked_on_the_cpu(capsys):
+    from gemmlab import exercises
+
+    assert exercises.check_descriptor(lambda a: ((a & 0x3FFFF) >> 4) | (1 << 16) | (64 << 32) | (1 << 62))
+    assert "every one of 227 inputs" in capsys.readouterr().out
+    assert not exercises.check_descriptor(lambda a: (a >> 4) | (1 << 16) | (64 << 32))          # no swizzle mode
+    assert "your function gives" in capsys.readouterr().out
+    assert exercises.check_swizzle(lambda o: o ^ (((o >> 7) & 7) << 4), quiet=True)
+    assert not exercises.check_swizzle(lambda o: o ^ (((o >> 7) & 3) << 4), quiet=True)       # the 64-byte swizzle
+    assert not exercises.check_swizzle(lambda o: 1 // 0, quiet=True)
+    with pytest.raises(exercises.ExerciseError, match="takes an int"):
+        exercises.check_swizzle(42)

@@ -25,6 +25,13 @@ def test_valid_notebook_format(chapter):
     nbformat.validate(chapter[1])
 
 
+def test_no_draft_placeholder_is_published(chapter):
+    """drafts/ mark prose that waits for a GPU run with @@NAME@@; a published chapter has none left."""
+    path, nb = chapter
+    left = [c.get("id") for c in nb.cells if re.search(r"@@\w*@@", c.source)]
+    assert not left, f"{path.name}: placeholders left in cells {left}"
+
+
 def test_title_and_colab_badge(chapter):
     path, nb = chapter
     first = nb.cells[0]

@@ -22,17 +22,6 @@ def runnable(k) -> bool:
     return fits and tensor_gemm.supports(k.precision, tensor_gemm._capability(compiler.target()))
 
 
-@pytest.fixture
-def dirty_memory():
-    """Device memory that held NaNs just before: a kernel that reads past its operands (B has K rows, not
-    K rounded up) then meets NaN instead of the zeros of fresh memory, and fails."""
-    from pycuda import gpuarray
-
-    junk = gpuarray.empty(1 << 24, np.float32)
-    junk.fill(np.float32(np.nan))
-    del junk
-
-
 @pytest.mark.parametrize("kernel", kernels(), ids=lambda k: k.name)
 def test_correct_at_awkward_sizes(kernel, dirty_memory):
     if not runnable(kernel):

@@ -105,17 +105,6 @@ def test_a_barrier_told_to_expect_more_bytes_never_completes(hopper_gpu):
     assert np.array_equal(tma.tile_image(M, "FP16", 64, 64), hopper.box_image(M, 64, 64))
 
 
-@pytest.fixture
-def dirty_memory():
-    """Device memory that held NaNs just before: a kernel or a tensor map that reads past its operands meets NaN
-    instead of the zeros of fresh memory, and fails."""
-    from pycuda import gpuarray
-
-    junk = gpuarray.empty(1 << 24, np.float32)
-    junk.fill(np.float32(np.nan))
-    del junk
-
-
 @pytest.mark.parametrize("precision", tma.PRECISIONS)
 @pytest.mark.parametrize("kernel", tma.GEMMS, ids=lambda k: k.function)
 @pytest.mark.parametrize("M, N, K", [(1, 1, 1), (33, 17, 9), (64, 128, 64), (100, 200, 70), (256, 384, 512),
