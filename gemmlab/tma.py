@@ -161,10 +161,12 @@ GEMM_PERSISTENT = replace(GEMM_WS, function="wgmma_gemm_persistent", persistent=
 """The same, one block per SM walking over the tiles of C in groups of rows (``WS_GROUP``)."""
 GEMM_PAIRS = replace(GEMM_PERSISTENT, function="wgmma_gemm_pairs")
 """The same, its epilogue storing two neighbouring floats per instruction."""
+GEMM_QUADS = replace(GEMM_PAIRS, function="wgmma_gemm_quads")
+"""The paired-stores kernel with 16-byte stores (neighbouring lanes swap halves first); a candidate step."""
 GEMM_CLUSTER = replace(GEMM_PAIRS, function="wgmma_gemm_cluster", cluster=2)
 """The same in clusters of two blocks, each block's copy engine fetching half of a shared B tile into both."""
-GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUSTER)
-"""Chapter 9's GEMMs, each one step after the one before."""
+GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUSTER, GEMM_QUADS)
+"""Every GEMM of ``09_hopper.cu``: chapter 9's ladder (:data:`gemmlab.registry.HOPPER_STEPS`) and the candidates."""
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@
 //   wgmma_gemm_overlap_*, wgmma_gemm_persistent_*, wgmma_gemm_pairs_*, wgmma_gemm_cluster_* - the same with one more
 //       switch each (see ws_gemm): overlapped waits, persistent blocks (grid: min(SMs, tiles of C) blocks in one
 //       row), paired stores, clusters of two blocks sharing B (its tensor map's box: 128 x 64).
+//   wgmma_gemm_quads_* - the paired-stores kernel with 16-byte stores instead (store_d_quads).
 
 #include <cuda.h>
 #include <stdint.h>
@@ -213,6 +214,38 @@ __device__ __forceinline__ void store_d_pairs(const float (&d)[REGS], float* __r
 }
 // [/store_d_pairs]
 
+// [store_d_quads]
+// Four neighbouring columns per instruction: lanes 4g + t and 4g + (t ^ 1) swap halves, so that the even one holds
+// columns c .. c + 3 of row g and the odd one the same columns of row g + 8 (c = 8j + 4 (t / 2)); where N is a
+// multiple of 4 (every row then starts 16-byte aligned) each leaves as one 16-byte store.
+template <int REGS>
+__device__ __forceinline__ void store_d_quads(const float (&d)[REGS], float* __restrict__ C, int M, int N, int row0, int col0)
+{
+    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32, odd = lane % 2;
+#pragma unroll
+    for (int j = 0; j < REGS / 4; ++j) {
+        // The odd lane gives its row-g pair away and keeps row g + 8; the even lane the other way round.
+        const float give0 = odd ? d[4 * j] : d[4 * j + 2], give1 = odd ? d[4 * j + 1] : d[4 * j + 3];
+        const float got0 = __shfl_xor_sync(0xffffffffu, give0, 1), got1 = __shfl_xor_sync(0xffffffffu, give1, 1);
+        const float4 v = odd ? make_float4(got0, got1, d[4 * j + 2], d[4 * j + 3])
+                             : make_float4(d[4 * j], d[4 * j + 1], got0, got1);
+        const int r = row0 + 16 * warp + lane / 4 + 8 * odd, c = col0 + 8 * j + 4 * (lane % 4 / 2);
+        if (r >= M)
+            continue;
+        float* out = C + static_cast<size_t>(r) * N + c;
+        if (N % 4 == 0 && c + 3 < N) {
+            *reinterpret_cast<float4*>(out) = v;
+        } else {
+            const float e[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                if (c + q < N)
+                    out[q] = e[q];
+        }
+    }
+}
+// [/store_d_quads]
+
 // [gemm_v0]
 template <bool F16>
 __device__ __forceinline__ void v0_gemm(const CUtensorMap* a_map, const CUtensorMap* bt_map, float* __restrict__ C,
@@ -308,7 +341,7 @@ __device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], uint64_t desc_a
 //   PERSISTENT  one block per SM walks over the tiles of C (tile t, t + gridDim.x, ...) in groups of WS_GROUP rows
 //               of tiles, so that the blocks running together share rows of A and columns of B in the L2, and the
 //               producer fills the ring for the next tile while the consumers store this one;
-//   PAIRS       the epilogue stores two neighbouring columns at once (store_d_pairs);
+//   STORE       how many neighbouring columns of C one store writes: 1, 2 (store_d_pairs) or 4 (store_d_quads);
 //   CLUSTER     2: the blocks work in clusters of two on rows of tiles 2i and 2i + 1 of one column, and each block's
 //               copy engine fetches half of the shared B tile into both (multicast): half the B traffic from the
 //               L2. A stage is empty once the consumers of both blocks are done with it.
@@ -387,7 +420,7 @@ __device__ __forceinline__ int2 ws_tile(int t, int tiles_m, int tiles_n)
     return make_int2(first + in_group % rows, in_group / rows);
 }
 
-template <bool OVERLAP, bool PERSISTENT, bool PAIRS, bool F16, int CLUSTER = 1>
+template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1>
 __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensorMap* bt_map, float* __restrict__ C,
                                         int M, int N, int K)
 {
@@ -478,7 +511,14 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
                 if (k_tiles > 0 && threadIdx.x % 32 == 0)
                     release<CLUSTER>(&empty[(it - 1) % WS_STAGES], rank);
             }
-            if (PAIRS)
+            // The accumulators are final here: keep the compiler from moving the epilogue's reads of them above the
+            // last wait (ptxas would then serialise every wgmma to be safe).
+#pragma unroll
+            for (int i = 0; i < 128; ++i)
+                asm volatile("" : "+f"(d[i])::"memory");
+            if (STORE == 4)
+                store_d_quads(d, C, M, N, m0 + 64 * c, n0);
+            else if (STORE == 2)
                 store_d_pairs(d, C, M, N, m0 + 64 * c, n0);
             else
                 store_d(d, C, M, N, m0 + 64 * c, n0);
@@ -495,23 +535,27 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
 // + clusters of two blocks that share each tile of B. The persistent ones take min(SMs, tiles of C) blocks in one
 // row; the clustered one an even number, at most twice the clusters that fit on the GPU at once.
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_ws_bf16(GEMM_PARAMS) { ws_gemm<false, false, false, false>(&a_map, &bt_map, C, M, N, K); }
+wgmma_gemm_ws_bf16(GEMM_PARAMS) { ws_gemm<false, false, 1, false>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_ws_f16(GEMM_PARAMS) { ws_gemm<false, false, false, true>(&a_map, &bt_map, C, M, N, K); }
+wgmma_gemm_ws_f16(GEMM_PARAMS) { ws_gemm<false, false, 1, true>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_overlap_bf16(GEMM_PARAMS) { ws_gemm<true, false, false, false>(&a_map, &bt_map, C, M, N, K); }
+wgmma_gemm_overlap_bf16(GEMM_PARAMS) { ws_gemm<true, false, 1, false>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_overlap_f16(GEMM_PARAMS) { ws_gemm<true, false, false, true>(&a_map, &bt_map, C, M, N, K); }
+wgmma_gemm_overlap_f16(GEMM_PARAMS) { ws_gemm<true, false, 1, true>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_persistent_bf16(GEMM_PARAMS) { ws_gemm<true, true, false, false>(&a_map, &bt_map, C, M, N, K); }
+wgmma_gemm_persistent_bf16(GEMM_PARAMS) { ws_gemm<true, true, 1, false>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_persistent_f16(GEMM_PARAMS) { ws_gemm<true, true, false, true>(&a_map, &bt_map, C, M, N, K); }
+wgmma_gemm_persistent_f16(GEMM_PARAMS) { ws_gemm<true, true, 1, true>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_pairs_bf16(GEMM_PARAMS) { ws_gemm<true, true, true, false>(&a_map, &bt_map, C, M, N, K); }
+wgmma_gemm_pairs_bf16(GEMM_PARAMS) { ws_gemm<true, true, 2, false>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
-wgmma_gemm_pairs_f16(GEMM_PARAMS) { ws_gemm<true, true, true, true>(&a_map, &bt_map, C, M, N, K); }
+wgmma_gemm_pairs_f16(GEMM_PARAMS) { ws_gemm<true, true, 2, true>(&a_map, &bt_map, C, M, N, K); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+wgmma_gemm_quads_bf16(GEMM_PARAMS) { ws_gemm<true, true, 4, false>(&a_map, &bt_map, C, M, N, K); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+wgmma_gemm_quads_f16(GEMM_PARAMS) { ws_gemm<true, true, 4, true>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
-wgmma_gemm_cluster_bf16(GEMM_PARAMS) { ws_gemm<true, true, true, false, 2>(&a_map, &bt_map, C, M, N, K); }
+wgmma_gemm_cluster_bf16(GEMM_PARAMS) { ws_gemm<true, true, 2, false, 2>(&a_map, &bt_map, C, M, N, K); }
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
-wgmma_gemm_cluster_f16(GEMM_PARAMS) { ws_gemm<true, true, true, true, 2>(&a_map, &bt_map, C, M, N, K); }
+wgmma_gemm_cluster_f16(GEMM_PARAMS) { ws_gemm<true, true, 2, true, 2>(&a_map, &bt_map, C, M, N, K); }
 // [/gemm_ws_variants]

@@ -53,6 +53,9 @@ def test_compiles_without_spills(unit, arch, tmp_path):
     assert len(spills) == len(compiled)
     assert all(s == ("0", "0") for s in spills), f"register spills for {arch}:\n{report}"
     assert "warning" not in report.lower(), report
+    # ptxas reports (as info, not a warning) when it must serialise wgmma because other instructions touch their
+    # accumulators in flight: the kernel stays correct but loses the overlap chapter 9 is about.
+    assert "Performance Loss" not in report, report
 
 
 def test_hopper_files_compile_for_sm_90a_alone():

@@ -161,3 +161,12 @@ def test_the_warp_specialised_gemm_times_like_any_course_kernel(hopper_gpu):
     A, B = verify.random_operands(2048, 2048, 2048, seed=2)
     r = bench.time_gemm(tma.hopper_kernel(), A, B, repeat=3)
     assert r.correct and r.precision == "BF16" and r.tflops > 1
+
+
+def test_the_clustered_grid_fits_the_gpu_at_once(hopper_gpu):
+    """The persistent grid of clusters: an even number of blocks, no more than the driver says fit at once (a second
+    wave of clusters would double the time), and never more pairs of tiles than there are."""
+    k = tma.hopper_kernel(tma.GEMM_CLUSTER)
+    blocks = k.grid(8192, 8192)[0]
+    assert k.grid(8192, 8192)[1:] == (1, 1) and blocks % 2 == 0 and 2 <= blocks <= device.current().sms
+    assert k.grid(128, 256)[0] == 2                               # one pair of tiles (the second row is zeros)
