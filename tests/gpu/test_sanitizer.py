@@ -32,17 +32,19 @@ from gemmlab import compiler, device, gpu, tensor_gemm, tma, verify
 gpu.cuda()
 if tuple(device.current().compute_capability) == (9, 0) and compiler.target() == compiler.arch():
     A, B = verify.random_operands(300, 520, 200)  # ragged edges, 4 K-tiles, 6 or more tiles of C
-    wrong = [(c.function, p) for p in tma.PRECISIONS for c in tma.GEMMS
-             if not tensor_gemm.reference(A, B, p).check(tma.gemm(A, B, c, p)).ok]
+    wrong = [(c.function, p) for p in tma.PRECISIONS for c in tma.GEMMS if (c.function, p) not in HANGS
+             and not tensor_gemm.reference(A, B, p).check(tma.gemm(A, B, c, p)).ok]
     assert not wrong, wrong
 """
 
 
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
 @pytest.mark.parametrize("script", [CHECK_ALL, CHECK_TENSOR, CHECK_HOPPER], ids=["fp32-kernels", "tensor-core-kernels", "hopper-kernels"])
-def test_every_kernel_is_sanitizer_clean(script, tool):
+def test_every_kernel_is_sanitizer_clean(script, tool, request):
     """The FP32 kernels of the registry, then chapter 8's (cp.async rings, ldmatrix, swizzled tiles), then chapter
     9's (the copy engine, mbarriers, wgmma; on a Hopper GPU only, elsewhere the script checks nothing)."""
+    if script is CHECK_HOPPER:        # a kernel that hangs fails in test_tma.py; under the tool it would use up the timeout
+        script = f"HANGS = {sorted(request.getfixturevalue('hopper_hangs'))!r}\n" + script
     report = watchdog.run_sanitized(tool, script, timeout_s=900)
     if report.errors is None and "not installed" in report.note:
         pytest.skip(report.note)

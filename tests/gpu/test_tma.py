@@ -22,6 +22,12 @@ CASES = [
 ]
 
 
+def refuse_if_it_hangs(kernel: tma.HopperGemm, precision: str, hangs: set) -> None:
+    if (kernel.function, precision) in hangs:
+        pytest.fail(f"{kernel.function} ({precision}) hangs: a child process running it once at 300x520x200 never "
+                    "finished, so it is not run in this one")
+
+
 @pytest.fixture(scope="module")
 def hopper_gpu():
     gpu.cuda()
@@ -109,12 +115,13 @@ def test_a_barrier_told_to_expect_more_bytes_never_completes(hopper_gpu):
 @pytest.mark.parametrize("kernel", tma.GEMMS, ids=lambda k: k.function)
 @pytest.mark.parametrize("M, N, K", [(1, 1, 1), (33, 17, 9), (64, 128, 64), (100, 200, 70), (256, 384, 512),
                                      (300, 520, 1000), (1000, 1000, 1000), (2000, 4100, 130)])
-def test_the_wgmma_gemms_are_right_at_every_size(M, N, K, kernel, precision, hopper_gpu, dirty_memory):
+def test_the_wgmma_gemms_are_right_at_every_size(M, N, K, kernel, precision, hopper_gpu, hopper_hangs, dirty_memory):
     """The copy engine's zeros past the edges of A and B handle every size, and the ring's barriers every number of
     K-tiles (fewer than its stages, more, not a multiple) and, in the persistent kernels, more tiles of C than SMs
     (2000 x 4100: 272 tiles); checked against the product of the rounded inputs with chapter 1's FP32 bound."""
     from gemmlab import tensor_gemm, verify
 
+    refuse_if_it_hangs(kernel, precision, hopper_hangs)
     A, B = verify.random_operands(M, N, K, seed=M + N + K)
     C = tma.gemm(A, B, kernel, precision)
     verdict = tensor_gemm.reference(A, B, precision).check(C)
@@ -123,9 +130,10 @@ def test_the_wgmma_gemms_are_right_at_every_size(M, N, K, kernel, precision, hop
 
 @pytest.mark.parametrize("precision", tma.PRECISIONS)
 @pytest.mark.parametrize("kernel", tma.GEMMS, ids=lambda k: k.function)
-def test_nan_and_inf_land_where_numpy_puts_them(kernel, precision, hopper_gpu):
+def test_nan_and_inf_land_where_numpy_puts_them(kernel, precision, hopper_gpu, hopper_hangs):
     from gemmlab import tensor_gemm, verify
 
+    refuse_if_it_hangs(kernel, precision, hopper_hangs)
     A, B = verify.random_operands(150, 300, 100, seed=4)
     A[3, 5], A[140, 7], B[2, 11], B[9, 280] = np.nan, np.inf, -np.inf, np.inf
     C = tma.gemm(A, B, kernel, precision)
