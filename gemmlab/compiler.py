@@ -21,10 +21,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import compile_units, gpu, provenance, watchdog
+from . import compile_units, gpu, limits, provenance, watchdog
 from .compile_units import CompileUnit
 
 NVCC_OPTIONS = ("-std=c++17", "-lineinfo")
+_ATTR_MAX_DYNAMIC_SHARED = 8        # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (cuda.h)
 ARCH_VARIABLE = "GEMMLAB_ARCH"
 
 
@@ -68,9 +69,10 @@ class CompiledFile:
                 raise KeyError(f"{provenance.display_path(self.unit.path)} has no extern \"C\" kernel named {name!r}") from None
         return self._functions[name]
 
-    def driver_function(self, name: str):
+    def driver_function(self, name: str, dynamic_shared: int = 0):
         """The ``CUfunction`` ``name`` of this image as a ``ctypes`` handle, for the driver calls PyCUDA has no
-        binding for (occupancy queries, launches with a tensor map passed by value); loaded once."""
+        binding for (occupancy queries, launches with a tensor map passed by value); loaded once. With
+        ``dynamic_shared`` bytes per block beyond the default limit, its limit is raised first, as a launch needs."""
         if name not in self._driver_functions:
             self.function(name)             # a clear KeyError for a name the file does not have
             if self._driver_module is None:
@@ -80,7 +82,10 @@ class CompiledFile:
             fn = ctypes.c_void_p()
             gpu.driver_call("cuModuleGetFunction", ctypes.byref(fn), self._driver_module, name.encode())
             self._driver_functions[name] = fn
-        return self._driver_functions[name]
+        fn = self._driver_functions[name]
+        if limits.needs_shared_opt_in(self.resources(name).shared_bytes, dynamic_shared):
+            gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(dynamic_shared))
+        return fn
 
     def prepared(self, name: str, signature: str):
         """Function ``name`` prepared for ``prepared_call`` with PyCUDA's argument ``signature``

@@ -11,11 +11,8 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-from . import compiler, device, gpu, limits, occupancy
+from . import compiler, device, gpu, occupancy
 from .gpu import driver_call as _call
-
-# CUfunction_attribute values from cuda.h
-_ATTR_MAX_DYNAMIC_SHARED = 8
 
 
 def max_active_blocks(source: str, function: str, threads_per_block: int, dynamic_shared_bytes: int = 0) -> int:
@@ -23,9 +20,7 @@ def max_active_blocks(source: str, function: str, threads_per_block: int, dynami
     for blocks of ``threads_per_block`` threads with ``dynamic_shared_bytes`` of dynamic shared memory."""
     gpu.cuda()
     compiled = compiler.load(source)
-    fn = compiled.driver_function(function)
-    if limits.needs_shared_opt_in(compiled.resources(function).shared_bytes, dynamic_shared_bytes):   # as a launch would
-        _call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(dynamic_shared_bytes))
+    fn = compiled.driver_function(function, dynamic_shared_bytes)        # the limit raised, as a launch would
     blocks = ctypes.c_int()
     _call("cuOccupancyMaxActiveBlocksPerMultiprocessor", ctypes.byref(blocks), fn,
           ctypes.c_int(threads_per_block), ctypes.c_size_t(dynamic_shared_bytes))

@@ -18,8 +18,8 @@ import ctypes
 import os
 from dataclasses import dataclass, replace
 
-from . import checks, compiler, device, gpu, hopper, verify
-from .gemm import DeviceProblem, GemmKernel
+from . import checks, compiler, device, gpu, hopper, tensor_gemm
+from .gemm import DeviceProblem
 
 TENSOR_MAP_BYTES = 128
 TENSOR_MAP_ALIGNMENT = 64
@@ -79,7 +79,6 @@ def driver_accepts(m: hopper.TensorMap, address: int) -> bool:
 
 SOURCE = "09_hopper.cu"
 THREADS = 128
-_ATTR_MAX_DYNAMIC_SHARED = 8      # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 
 def _aligned_copy(data: bytes) -> tuple[ctypes.Array, int]:
@@ -117,18 +116,17 @@ def tile_image(matrix, dtype: str, box_rows: int, box_cols: int, swizzle: str = 
     keep, map_address = _aligned_copy(encode(m, int(src.gpudata)))
     compiled = compiler.load(SOURCE)
     args = [ctypes.c_int(x), ctypes.c_int(y), ctypes.c_uint64(int(out.gpudata)), ctypes.c_int(expect)]
-    _launch(compiled.driver_function("tma_tile_image"), (1, 1, 1), expect,
+    _launch(compiled.driver_function("tma_tile_image", expect), (1, 1, 1), expect,
             [map_address, *(ctypes.addressof(a) for a in args)])
     del keep
     return out.get()[:m.box_bytes]
 
 
 def _launch(fn, grid, shared: int, params, threads: int = THREADS, sync: bool = True) -> None:
-    """``cuLaunchKernel`` of ``fn`` on the default stream with ``threads`` threads per block and ``shared`` bytes of
-    dynamic shared memory; ``params`` holds the address of each argument's value (a tensor map's: its
-    64-byte-aligned copy). ``sync=False`` leaves it running, for timing loops."""
-    if shared > 48 * 1024:
-        gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(shared))
+    """``cuLaunchKernel`` of ``fn`` (from :meth:`gemmlab.compiler.CompiledFile.driver_function`, asked for ``shared``
+    bytes) on the default stream with ``threads`` threads per block and ``shared`` bytes of dynamic shared memory;
+    ``params`` holds the address of each argument's value (a tensor map's: its 64-byte-aligned copy).
+    ``sync=False`` leaves it running, for timing loops."""
     array = (ctypes.c_void_p * len(params))(*params)
     gpu.driver_call("cuLaunchKernel", fn, *(ctypes.c_uint(g) for g in grid), ctypes.c_uint(threads), ctypes.c_uint(1),
                     ctypes.c_uint(1), ctypes.c_uint(shared), ctypes.c_void_p(0), array, ctypes.c_void_p(0))
@@ -170,24 +168,13 @@ GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUST
 
 
 @dataclass(frozen=True)
-class HopperGemmKernel(GemmKernel):
-    """A GEMM of ``09_hopper.cu`` as a course kernel (``C = kernel(A, B)``, :func:`gemmlab.bench.time_gemm`): its
-    operands rounded to BF16 and padded (B transposed), its tensor maps encoded once per set of device buffers."""
+class HopperGemmKernel(tensor_gemm.TensorGemmKernel):
+    """A GEMM of ``09_hopper.cu`` as a course kernel (``C = kernel(A, B)``, :func:`gemmlab.bench.time_gemm`): chapter
+    8's kernel for its format, entry point, reference and shared memory (``dynamic_shared`` is the configuration's,
+    as :func:`hopper_kernel` sets it), launched with tensor maps encoded once per set of device buffers."""
 
     config: HopperGemm = GEMM_WS
     precision: str = "BF16"
-
-    @property
-    def input_precision(self) -> str:
-        return self.precision
-
-    def reference(self, A, B) -> verify.Reference:
-        from . import tensor_gemm
-        return tensor_gemm.reference(A, B, self.precision)
-
-    @property
-    def dynamic_shared(self) -> int:
-        return self.config.shared
 
     def grid(self, M: int, N: int) -> tuple[int, int, int]:
         c = self.config
@@ -196,11 +183,6 @@ class HopperGemmKernel(GemmKernel):
         work = -(-M // (c.BM * c.cluster)) * -(-N // c.BN)          # tiles of C, or pairs of them in clusters of two
         room = device.current().sms if c.cluster == 1 else _active_clusters(self)
         return (c.cluster * max(1, min(room, work)), 1, 1)
-
-    @property
-    def entry_point(self) -> str:
-        from . import tensor_gemm
-        return f"{self.function}_{tensor_gemm.PRECISIONS[self.precision]}"
 
     def unavailable_on(self, spec: device.DeviceSpec) -> str | None:
         """Why this kernel cannot run on ``spec`` (or be compiled in this run), in one sentence, or None."""
@@ -221,8 +203,6 @@ class HopperGemmKernel(GemmKernel):
         return checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
 
     def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
-        from . import tensor_gemm
-
         # A map holds its box (the kernel's tile): a map made for another kernel at the same addresses would
         # copy fewer bytes than this kernel's barrier expects, and it would wait forever.
         key = (self.config, self.precision, int(a_ptr), int(b_ptr), M, N, K)
@@ -233,13 +213,11 @@ class HopperGemmKernel(GemmKernel):
                           for rows, box, p in ((M, c.BM, a_ptr), (N, c.BN // c.cluster, b_ptr))]
         (_, a_map), (_, b_map) = _MAPS[key]
         args = [ctypes.c_uint64(int(c_ptr)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K)]
-        _launch(self.compiled().driver_function(self.entry_point), self.grid(M, N), self.config.shared,
+        _launch(self.compiled().driver_function(self.entry_point, self.config.shared), self.grid(M, N), self.config.shared,
                 [a_map, b_map, *(ctypes.addressof(x) for x in args)], self.config.threads, sync=False)
 
     def on_device(self, A, B, extra_shared: int = 0) -> DeviceProblem:
         import numpy as np
-
-        from . import tensor_gemm
 
         checks.check_gemm_shapes(A, B)             # the inputs' mistakes are named before any GPU is needed
         gpu.cuda()
@@ -265,8 +243,7 @@ def _active_clusters(kernel: HopperGemmKernel) -> int:
     c = kernel.config
     key = (kernel.entry_point, c.threads, c.shared)
     if key not in _CLUSTERS:
-        fn = kernel.compiled().driver_function(kernel.entry_point)
-        gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(c.shared))
+        fn = kernel.compiled().driver_function(kernel.entry_point, c.shared)
         config = _LaunchConfig(c.cluster * device.current().sms, 1, 1, c.threads, 1, 1, c.shared, None, None, 0)
         count = ctypes.c_int(0)
         gpu.driver_call("cuOccupancyMaxActiveClusters", ctypes.byref(count), fn, ctypes.byref(config))
@@ -289,10 +266,9 @@ def hopper_kernel(config: HopperGemm = GEMM_WS, name: str | None = None, precisi
     """The course kernel of one of ``09_hopper.cu``'s GEMMs for ``precision`` inputs (BF16 or FP16)."""
     if precision not in PRECISIONS:
         raise ValueError(f"{config.function} takes {' or '.join(PRECISIONS)} inputs, got {precision!r}")
-    from . import tensor_gemm
     return HopperGemmKernel(name or f"{config.function}_{tensor_gemm.PRECISIONS[precision]}", 9, SOURCE, config.function,
                             (config.threads, 1, 1), (config.BM, config.BN), f"{config.function}: copy engine and wgmma",
-                            config=config, precision=precision)
+                            precision=precision, dynamic_shared=config.shared, config=config)
 
 
 def gemm(A, B, kernel: HopperGemm = GEMM_WS, precision: str = "BF16"):

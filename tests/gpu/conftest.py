@@ -37,7 +37,7 @@ def hopper_hangs():
     from gemmlab import compiler, device, tma, watchdog
 
     gpu.cuda()
-    if tuple(device.current().compute_capability) != (9, 0) or compiler.target() != compiler.arch():
+    if tma.hopper_kernel().unavailable_on(device.current()):
         return set()
     compiler.load(tma.SOURCE)
     todo, hangs = [(c.function, p) for c in tma.GEMMS for p in tma.PRECISIONS], set()

@@ -31,10 +31,9 @@ def refuse_if_it_hangs(kernel: tma.HopperGemm, precision: str, hangs: set) -> No
 @pytest.fixture(scope="module")
 def hopper_gpu():
     gpu.cuda()
-    if tuple(device.current().compute_capability) < (9, 0):
-        pytest.skip("tensor maps need a Hopper GPU (compute capability 9.0)")
-    if compiler.target() != compiler.arch():
-        pytest.skip(f"sm_90a code is not compiled under {compiler.ARCH_VARIABLE}={compiler.target()}")
+    why = tma.hopper_kernel().unavailable_on(device.current())       # not a Hopper GPU, or not compiled for one
+    if why:
+        pytest.skip(why)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, (c["rows"], c["cols"], c["box_rows"], c["box_cols"])))
