@@ -197,3 +197,27 @@ def test_chapter_9_exercises_are_checked_on_the_cpu(capsys):
     assert not exercises.check_swizzle(lambda o: 1 // 0, quiet=True)
     with pytest.raises(exercises.ExerciseError, match="takes an int"):
         exercises.check_swizzle(42)
+
+
+def test_chapter_9_runs_to_the_end_on_a_gpu_that_is_not_a_hopper(monkeypatch, capsys):
+    """Issue #18: on any other GPU the chapter executes without error, each GPU cell saying why in one sentence.
+    Every code cell but the Colab setup runs here in one namespace with gemmlab.device answering as a T4."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from gemmlab import device
+    from notebook_tools import ROOT, read
+
+    monkeypatch.setattr(device, "current", lambda: device.T4)
+    namespace, said = {}, {}
+    for cell in read(ROOT / "chapters" / "09_hopper.ipynb").cells:
+        if cell.cell_type != "code" or "colab-setup" in cell.metadata.get("tags", []):
+            continue
+        exec(compile(cell.source.replace("%matplotlib inline", ""), cell.get("id", "cell"), "exec"), namespace)
+        said[cell.get("id")] = capsys.readouterr().out
+    why = namespace["HOPPER_HERE"]
+    assert why and "Hopper" in why and "T4" in why
+    gpu_cells = [i for i, text in said.items() if why in text]
+    assert {"t9-image", "t9-hang", "t9-wgmma-check", "t9-sass", "t9-time", "t9-sizes", "t9-correct"} <= set(gpu_cells)
+    assert namespace["ladders"] == {}                      # nothing timed, and the figure cell drew nothing
+    assert "accepted" in said["t9-rules"] and "0x4000004000010040" in said["t9-descriptor"]
