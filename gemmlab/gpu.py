@@ -33,14 +33,18 @@ def libcuda():
     raise GPUUnavailable("the CUDA driver library (libcuda) was not found on this machine.")
 
 
+def driver_error_text(status: int) -> str:
+    """The driver's own words for a ``CUresult`` other than success (``cuGetErrorString``)."""
+    text = ctypes.c_char_p()
+    libcuda().cuGetErrorString(status, ctypes.byref(text))
+    return (text.value or b"error %d" % status).decode()
+
+
 def driver_call(fn_name: str, *args) -> None:
     """Call ``fn_name`` of :func:`libcuda`; a status other than success raises :class:`DriverError`."""
-    lib = libcuda()
-    status = getattr(lib, fn_name)(*args)
+    status = getattr(libcuda(), fn_name)(*args)
     if status != 0:
-        text = ctypes.c_char_p()
-        lib.cuGetErrorString(status, ctypes.byref(text))
-        raise DriverError(f"{fn_name} failed: {(text.value or b'error %d' % status).decode()}")
+        raise DriverError(f"{fn_name} failed: {driver_error_text(status)}")
 
 
 _driver = None

@@ -142,7 +142,7 @@ def time_cublas(A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
 
 def compare(kernels: dict, A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
             say=print) -> tuple[dict[str, bench.GemmResult], bench.GemmResult | None]:
-    """Chapter 8's ``kernels`` (``{name: kernel}``, all of ``precision``) and cuBLAS in the same format on the
+    """Tensor-core ``kernels`` (chapters 8 and 9, ``{name: kernel}``, all of ``precision``) and cuBLAS in the same format on the
     same operands, in one run, each checked against one reference (A·B of the rounded inputs) and timed:
     ``({name: result}, cuBLAS result or None)``. A kernel that cannot run on this GPU is left out, and ``say``
     gets the reason in one sentence."""

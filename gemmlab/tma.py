@@ -64,10 +64,8 @@ def encode(m: hopper.TensorMap, address: int) -> bytes:
     _require_hopper()
     status, data = _encode(m, address)
     if status != 0:
-        text = ctypes.c_char_p()
-        gpu.libcuda().cuGetErrorString(status, ctypes.byref(text))
         raise gpu.DriverError(f"cuTensorMapEncodeTiled refused a map that breaks none of the documented rules "
-                              f"({(text.value or b'error %d' % status).decode()}): {m}")
+                              f"({gpu.driver_error_text(status)}): {m}")
     return data
 
 
