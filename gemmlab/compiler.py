@@ -59,6 +59,7 @@ class CompiledFile:
     _functions: dict = field(default_factory=dict, repr=False)
     _driver_module: object = field(default=None, repr=False)
     _driver_functions: dict = field(default_factory=dict, repr=False)
+    _driver_shared: dict = field(default_factory=dict, repr=False)    # the dynamic shared memory each may use
 
     def function(self, name: str):
         """The PyCUDA function ``name`` (an ``extern "C"`` entry point of the file)."""
@@ -83,8 +84,11 @@ class CompiledFile:
             gpu.driver_call("cuModuleGetFunction", ctypes.byref(fn), self._driver_module, name.encode())
             self._driver_functions[name] = fn
         fn = self._driver_functions[name]
-        if limits.needs_shared_opt_in(self.resources(name).shared_bytes, dynamic_shared):
-            gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(dynamic_shared))
+        # Raised once per size asked for, not per launch: each driver call here costs the launch microseconds.
+        if dynamic_shared > self._driver_shared.get(name, 0):
+            if limits.needs_shared_opt_in(self.resources(name).shared_bytes, dynamic_shared):
+                gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(dynamic_shared))
+            self._driver_shared[name] = dynamic_shared
         return fn
 
     def prepared(self, name: str, signature: str):

@@ -205,16 +205,17 @@ def speed_bars(speeds: dict[str, float], reference: tuple[str, float] | None, ti
     bars = ax.barh(range(len(names)), [speeds[n] for n in names], color=PALETTE[0])
     if reference:
         ax.axvline(reference[1], color="#1a1a1a", ls="--", lw=1, label=f"{reference[0]} {reference[1]:.1f} TFLOP/s")
-        ax.legend(loc="lower right")
+        # Above the plot, under the title: inside, it would hide the labels of the longest bars.
+        ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), borderaxespad=0.2, frameon=False)
     for b, n in zip(bars, names):
-        share = f" ({speeds[n] / reference[1]:.0%})" if reference else ""
+        share = f" ({speeds[n] / reference[1]:.1%})" if reference else ""      # 99.8% is not 100%
         ax.annotate(f"{speeds[n]:.1f}{share}", (b.get_width(), b.get_y() + b.get_height() / 2),
                     va="center", xytext=(4, 0), textcoords="offset points")
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
     ax.set_xlim(0, top * 1.3)
     ax.set_xlabel(xlabel)
-    ax.set_title(title)
+    ax.set_title(title, pad=22 if reference else 6)
     return fig
 
 

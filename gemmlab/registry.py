@@ -161,6 +161,7 @@ HOPPER_STEPS: tuple[tuple[str, str, str], ...] = (
     ("hopper_persistent", "GEMM_PERSISTENT", "+ one block per SM walking over the tiles in groups of rows"),
     ("hopper_pairs", "GEMM_PAIRS", "+ an epilogue of 8-byte stores"),
     ("hopper_cluster", "GEMM_CLUSTER", "+ clusters of two blocks, each copying half of a shared B tile into both"),
+    ("hopper_tmastore", "GEMM_TMA_STORE", "+ the epilogue through the copy engine, overlapping the next tile"),
 )
 """Chapter 9's ladder, as triples of a name, the :mod:`gemmlab.tma` configuration and what the step adds."""
 

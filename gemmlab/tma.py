@@ -9,7 +9,7 @@ before the driver could answer with a bare error code. :func:`driver_accepts` as
 GPU test can hold the Python rules against the driver's own verdicts. :func:`tile_image` runs the first Hopper
 kernel (``kernels/09_hopper.cu``): one copy into swizzled shared memory, completed on an ``mbarrier``, written back
 so that it can be compared with :func:`gemmlab.hopper.box_image`; :func:`gemm` runs the GEMMs on the copy engine
-and ``wgmma`` (:data:`GEMM_V0`, :data:`GEMM_WS`).
+and ``wgmma`` (:data:`GEMM_V0`, :data:`GEMM_WS` and the steps after it, to :data:`GEMM_TMA_STORE`).
 """
 
 from __future__ import annotations
@@ -145,6 +145,9 @@ class HopperGemm:
     shared: int
     persistent: bool = False
     cluster: int = 1
+    c_map: bool = False
+    """True for a kernel that stores C through the copy engine, which then takes C's tensor map too, with C's rows
+    padded to a multiple of 16 bytes (:func:`c_columns`)."""
 
 
 GEMM_V0 = HopperGemm("wgmma_gemm_v0", 64, 128, 64, 128, 1024 + (64 + 128) * 64 * 2)
@@ -161,7 +164,13 @@ GEMM_QUADS = replace(GEMM_PAIRS, function="wgmma_gemm_quads")
 """The paired-stores kernel with 16-byte stores (neighbouring lanes swap halves first); a candidate step."""
 GEMM_CLUSTER = replace(GEMM_PAIRS, function="wgmma_gemm_cluster", cluster=2)
 """The same in clusters of two blocks, each block's copy engine fetching half of a shared B tile into both."""
-GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUSTER, GEMM_QUADS)
+C_BOX = (64, 32)
+"""The box of C's tensor map as (rows, FP32 columns), what one copy-engine store writes (``C_BOX_BYTES``)."""
+GEMM_TMA_STORE = replace(GEMM_CLUSTER, function="wgmma_gemm_tmastore", c_map=True,
+                         shared=GEMM_WS.shared + 2 * 2 * C_BOX[0] * C_BOX[1] * 4)
+"""The same with the epilogue through the copy engine, using two buffers of one box per consumer warpgroup
+(``WGMMA_GEMM_TMA_STORE_SHARED``)."""
+GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUSTER, GEMM_TMA_STORE, GEMM_QUADS)
 """Every GEMM of ``09_hopper.cu``: chapter 9's ladder (:data:`gemmlab.registry.HOPPER_STEPS`) and the candidates."""
 
 
@@ -201,18 +210,24 @@ class HopperGemmKernel(tensor_gemm.TensorGemmKernel):
         return checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
 
     def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
+        """Enqueue the kernel on device buffers laid out as :meth:`on_device` makes them (with a copy-engine
+        epilogue, C's rows :func:`c_columns` long)."""
         # A map holds its box (the kernel's tile): a map made for another kernel at the same addresses would
         # copy fewer bytes than this kernel's barrier expects, and it would wait forever.
-        key = (self.config, self.precision, int(a_ptr), int(b_ptr), M, N, K)
+        c = self.config
+        key = (c, self.precision, int(a_ptr), int(b_ptr), int(c_ptr) if c.c_map else 0, M, N, K)
         if key not in _MAPS:
             stride = tensor_gemm.padded_length(K, self.precision) * 2
-            c = self.config
-            _MAPS[key] = [_aligned_copy(encode(hopper.matrix_map(rows, K, self.precision, box, c.BK, "128B", stride), int(p)))
-                          for rows, box, p in ((M, c.BM, a_ptr), (N, c.BN // c.cluster, b_ptr))]
-        (_, a_map), (_, b_map) = _MAPS[key]
+            maps = [hopper.matrix_map(rows, K, self.precision, box, c.BK, "128B", stride)
+                    for rows, box in ((M, c.BM), (N, c.BN // c.cluster))]
+            pointers = [a_ptr, b_ptr]
+            if c.c_map:
+                maps.append(hopper.matrix_map(M, N, "FP32", *C_BOX, "128B", c_columns(c, N) * 4))
+                pointers.append(c_ptr)
+            _MAPS[key] = [_aligned_copy(encode(m, int(p))) for m, p in zip(maps, pointers)]
         args = [ctypes.c_uint64(int(c_ptr)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K)]
-        _launch(self.compiled().driver_function(self.entry_point, self.config.shared), self.grid(M, N), self.config.shared,
-                [a_map, b_map, *(ctypes.addressof(x) for x in args)], self.config.threads, sync=False)
+        _launch(self.compiled().driver_function(self.entry_point, c.shared), self.grid(M, N), c.shared,
+                [*(address for _, address in _MAPS[key]), *(ctypes.addressof(x) for x in args)], c.threads, sync=False)
 
     def on_device(self, A, B, extra_shared: int = 0) -> DeviceProblem:
         import numpy as np
@@ -223,7 +238,15 @@ class HopperGemmKernel(tensor_gemm.TensorGemmKernel):
         from pycuda import gpuarray
 
         a, bt = tensor_gemm.device_operands(A, B, self.precision, transpose_b=True)
-        return DeviceProblem(self, M, N, K, gpuarray.to_gpu(a), gpuarray.to_gpu(bt), gpuarray.empty((M, N), np.float32))
+        c = gpuarray.empty((M, c_columns(self.config, N)), np.float32)
+        return DeviceProblem(self, M, N, K, gpuarray.to_gpu(a), gpuarray.to_gpu(bt), c)
+
+
+def c_columns(config: HopperGemm, N: int) -> int:
+    """The length of C's rows on the device: N, or with a copy-engine epilogue N padded to a multiple of 16 bytes
+    (a tensor map's rule for strides; :meth:`gemmlab.gemm.DeviceProblem.result` returns the first N columns)."""
+    per = tensor_gemm.PAD_BYTES // 4                                # FP32 elements per 16 bytes
+    return -(-N // per) * per if config.c_map else N
 
 
 class _LaunchConfig(ctypes.Structure):

@@ -26,7 +26,11 @@
 //   wgmma_gemm_overlap_*, wgmma_gemm_persistent_*, wgmma_gemm_pairs_*, wgmma_gemm_cluster_* - the same with one more
 //       switch each (see ws_gemm): overlapped waits, persistent blocks (grid: min(SMs, tiles of C) blocks in one
 //       row), paired stores, clusters of two blocks sharing B (its tensor map's box: 128 x 64).
-//   wgmma_gemm_quads_* - the paired-stores kernel with 16-byte stores instead (store_d_quads).
+//   wgmma_gemm_tmastore_* (a_map, bt_map, c_map, C, M, N, K) - the clustered kernel with its epilogue through the
+//       copy engine (store_d_tma): c_map describes C (FP32, rows a multiple of 16 bytes apart) in boxes of 64 rows x
+//       32 columns, 128-byte swizzle; WGMMA_GEMM_TMA_STORE_SHARED bytes of dynamic shared memory.
+//   wgmma_gemm_quads_* - the paired-stores kernel with 16-byte stores instead (store_d_quads); a candidate that
+//       was no faster, kept for the comparison.
 
 #include <cuda.h>
 #include <stdint.h>
@@ -321,6 +325,7 @@ __device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], uint64_t desc_a
 //               of tiles, so that the blocks running together share rows of A and columns of B in the L2, and the
 //               producer fills the ring for the next tile while the consumers store this one;
 //   STORE       how many neighbouring columns of C one store writes: 1, 2 (store_d_pairs) or 4 (store_d_quads);
+//               0: none, the copy engine stores C from shared memory (store_d_tma, through C's tensor map);
 //   CLUSTER     2: the blocks work in clusters of two on rows of tiles 2i and 2i + 1 of one column, and each block's
 //               copy engine fetches half of the shared B tile into both (multicast): half the B traffic from the
 //               L2. A stage is empty once the consumers of both blocks are done with it.
@@ -349,8 +354,8 @@ static_assert(WS_THREADS == 128 * (1 + WS_CONSUMERS), "one producer and WS_CONSU
 // Clusters of two blocks (chapter 9's last step): the block's rank in its cluster, a barrier over every thread of the
 // cluster that has not exited, an arrival on the other block's copy of a barrier, and a copy that the engine writes
 // into the same place of both blocks' shared memory (and counts against both blocks' barriers at that place).
-// The remote arrival keeps the default ordering (release at the block's scope): asked to release at the cluster's
-// scope, every consumer warp waited at each K-tile and the kernel ran at 70% of the speed of the one before.
+// The remote arrival keeps the default ordering (release at the block's scope), which is all the handshake needs:
+// with release at the cluster's scope (.release.cluster) the kernel ran at 70% of the speed of the one before.
 __device__ __forceinline__ unsigned cluster_rank()
 {
     unsigned rank;
@@ -380,6 +385,47 @@ __device__ __forceinline__ void tma_load_2d_both(void* dst, const CUtensorMap* m
 }
 // [/cluster_helpers]
 
+// [store_d_tma]
+// The epilogue through the copy engine: a consumer warpgroup writes 32 columns of its 64 x 256 results at a time
+// into one of two 8 KiB buffers (64 rows of 128 bytes, in the 128-byte swizzle, so that the float2 stores of a
+// warp are free of bank conflicts), and one thread asks the engine to store the box to C. The last boxes of a tile
+// are still leaving while the warpgroup starts the next tile's main loop. The engine drops what falls outside C.
+#define C_BOX_BYTES (64 * 32 * 4)
+// A barrier for the 128 threads of one warpgroup only (named barrier id; 0 is __syncthreads()'s).
+__device__ __forceinline__ void warpgroup_barrier(int id)
+{
+    asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
+}
+
+template <int REGS>
+__device__ __forceinline__ void store_d_tma(const float (&d)[REGS], const CUtensorMap* c_map, unsigned char* buffers,
+                                            int consumer, int row0, int col0)
+{
+    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+    const bool issuer = threadIdx.x % 128 == 0;
+#pragma unroll
+    for (int j = 0; j < REGS / 16; ++j) {
+        unsigned char* buf = buffers + (j % 2) * C_BOX_BYTES;
+        if (issuer)                                                  // the store that read buf last is done reading
+            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        warpgroup_barrier(1 + consumer);
+#pragma unroll
+        for (int i = 16 * j; i < 16 * j + 16; i += 2) {
+            const int r = 16 * warp + lane / 4 + 8 * (i % 4 / 2), col = 8 * (i / 4 - 4 * j) + 2 * (lane % 4);
+            *reinterpret_cast<float2*>(buf + r * 128 + (((col / 4) ^ (r % 8)) * 16) + (col % 4) * 4) = make_float2(d[i], d[i + 1]);
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the threads' stores, read by the engine next
+        warpgroup_barrier(1 + consumer);
+        if (issuer) {
+            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                         ::"l"(reinterpret_cast<uint64_t>(c_map)), "r"(col0 + 32 * j), "r"(row0), "r"(tma_smem(buf))
+                         : "memory");
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        }
+    }
+}
+// [/store_d_tma]
+
 // A consumer warp is done with a stage: it says so to its block's empty barrier and, in a cluster, to the other
 // block's too (whose copy engine writes half of the stage's B into this block).
 template <int CLUSTER>
@@ -403,7 +449,7 @@ __device__ __forceinline__ int2 ws_tile(int t, int tiles_m, int tiles_n)
 
 template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1>
 __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensorMap* bt_map, float* __restrict__ C,
-                                        int M, int N, int K)
+                                        int M, int N, int K, const CUtensorMap* c_map = nullptr)
 {
     constexpr int A_STAGE = WS_BM * WS_BK * 2, B_STAGE = WS_BN * WS_BK * 2;
     extern __shared__ unsigned char ring_raw[];
@@ -497,13 +543,17 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
 #pragma unroll
             for (int i = 0; i < 128; ++i)
                 asm volatile("" : "+f"(d[i])::"memory");
-            if (STORE == 4)
+            if (STORE == 0)
+                store_d_tma(d, c_map, b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES, c, m0 + 64 * c, n0);
+            else if (STORE == 4)
                 store_d_quads(d, C, M, N, m0 + 64 * c, n0);
             else if (STORE == 2)
                 store_d_pairs(d, C, M, N, m0 + 64 * c, n0);
             else
                 store_d(d, C, M, N, m0 + 64 * c, n0);
         }
+        if (STORE == 0 && threadIdx.x % 128 == 0)                    // every box has left before the block does
+            asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
     if (CLUSTER > 1)
         cluster_sync();              // no block leaves while the other may still arrive on its barriers
@@ -540,3 +590,16 @@ wgmma_gemm_cluster_bf16(GEMM_PARAMS) { ws_gemm<true, true, 2, false, 2>(&a_map, 
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
 wgmma_gemm_cluster_f16(GEMM_PARAMS) { ws_gemm<true, true, 2, true, 2>(&a_map, &bt_map, C, M, N, K); }
 // [/gemm_ws_variants]
+
+// [gemm_tma_store]
+// The last step: the clustered kernel with its epilogue through the copy engine. C's tensor map (one more parameter)
+// has boxes of 64 rows x 32 FP32 columns in the 128-byte swizzle; the host pads C's rows to a multiple of 16 bytes.
+// Each consumer warpgroup adds two 8 KiB buffers behind the ring.
+#define WGMMA_GEMM_TMA_STORE_SHARED (WGMMA_GEMM_WS_SHARED + WS_CONSUMERS * 2 * C_BOX_BYTES)
+#define GEMM_TMA_STORE_PARAMS const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap bt_map, \
+                              const __grid_constant__ CUtensorMap c_map, float* __restrict__ C, int M, int N, int K
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
+wgmma_gemm_tmastore_bf16(GEMM_TMA_STORE_PARAMS) { ws_gemm<true, true, 0, false, 2>(&a_map, &bt_map, C, M, N, K, &c_map); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
+wgmma_gemm_tmastore_f16(GEMM_TMA_STORE_PARAMS) { ws_gemm<true, true, 0, true, 2>(&a_map, &bt_map, C, M, N, K, &c_map); }
+// [/gemm_tma_store]

@@ -133,8 +133,16 @@ def test_the_kernels_shared_memory_is_the_file_s():
     from gemmlab import provenance, tma
     text = (provenance.KERNELS_DIR / tma.SOURCE).read_text()
     defines = dict(re.findall(r"#define (\w+) (.+)", text))
-    value = lambda name: eval(re.sub(r"[A-Z_]{3,}", lambda m: defines[m.group(0)], defines[name]))  # noqa: S307
+
+    def value(name):                                   # the #define's expression, names replaced until none is left
+        expr = defines[name]
+        while re.search(r"[A-Z_]{3,}", expr):
+            expr = re.sub(r"[A-Z_]{3,}", lambda m: f"({defines[m.group(0)]})", expr)
+        return eval(expr)  # noqa: S307
+
     assert value("WGMMA_GEMM_V0_SHARED") == tma.GEMM_V0.shared and value("WGMMA_GEMM_WS_SHARED") == tma.GEMM_WS.shared
+    assert value("WGMMA_GEMM_TMA_STORE_SHARED") == tma.GEMM_TMA_STORE.shared
+    assert value("C_BOX_BYTES") == tma.C_BOX[0] * tma.C_BOX[1] * 4
     assert (int(defines["WS_BM"]), int(defines["WS_BN"]), int(defines["WS_BK"])) == (tma.GEMM_WS.BM, tma.GEMM_WS.BN, tma.GEMM_WS.BK)
 
 
@@ -170,7 +178,10 @@ def test_every_entry_point_the_python_names_is_in_the_file():
 
     from gemmlab import registry, tma
     text = (Path(__file__).parents[1] / "kernels" / tma.SOURCE).read_text()
-    defined = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\(GEMM_PARAMS\)", text))
+    defined = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\((?:GEMM_PARAMS|GEMM_TMA_STORE_PARAMS)\)", text))
+    takes_c_map = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\(GEMM_TMA_STORE_PARAMS\)", text))
+    assert takes_c_map == {tma.hopper_kernel(c, precision=p).entry_point
+                           for p in tma.PRECISIONS for c in tma.GEMMS if c.c_map}
     named = {tma.hopper_kernel(c, precision=p).entry_point for p in tma.PRECISIONS for c in tma.GEMMS}
     assert named == defined
 
@@ -221,3 +232,23 @@ def test_chapter_9_runs_to_the_end_on_a_gpu_that_is_not_a_hopper(monkeypatch, ca
     assert {"t9-image", "t9-hang", "t9-wgmma-check", "t9-sass", "t9-time", "t9-sizes", "t9-correct"} <= set(gpu_cells)
     assert namespace["ladders"] == {}                      # nothing timed, and the figure cell drew nothing
     assert "accepted" in said["t9-rules"] and "0x4000004000010040" in said["t9-descriptor"]
+
+
+def test_the_copy_engine_epilogue_pads_c_and_hands_back_n_columns(monkeypatch):
+    """A tensor map's rows must be a multiple of 16 bytes apart, so the kernel that stores C through the copy engine
+    gets C with its rows padded to 4 floats; the result is the first N columns, contiguous. The other kernels' C is
+    packed."""
+    import types
+
+    import numpy as np
+    from gemmlab import gemm, tma
+
+    assert [tma.c_columns(tma.GEMM_TMA_STORE, n) for n in (1, 4, 17, 4100)] == [4, 4, 20, 4100]
+    assert tma.c_columns(tma.GEMM_CLUSTER, 17) == 17
+    monkeypatch.setattr(gemm.gpu, "cuda", lambda: types.SimpleNamespace(Context=types.SimpleNamespace(synchronize=lambda: None)))
+    stored = np.arange(3 * 20, dtype=np.float32).reshape(3, 20)
+    problem = gemm.DeviceProblem(tma.hopper_kernel(tma.GEMM_TMA_STORE), 3, 17, 5, None, None,
+                                 types.SimpleNamespace(get=lambda: stored))
+    C = problem.result()
+    assert C.shape == (3, 17) and C.flags.c_contiguous and np.array_equal(C, stored[:, :17])
+

@@ -182,13 +182,16 @@ def test_the_clustered_grid_fits_the_gpu_at_once(hopper_gpu):
 @pytest.mark.parametrize("precision", tma.PRECISIONS)
 def test_the_machine_code_multiplies_with_hgmma_and_never_spills(precision, hopper_gpu):
     """What the chapter says of the SASS: every GEMM of 09_hopper.cu multiplies with HGMMA (wgmma), copies with
-    the tensor copy engine (UTMALDG), and uses no local memory."""
+    the tensor copy engine (UTMALDG), and uses no local memory; the copy-engine epilogue stores with UTMASTG and
+    no thread stores to global memory (STG)."""
     compiled = compiler.load(tma.SOURCE)
     for config in tma.GEMMS:
         entry = tma.hopper_kernel(config, precision=precision).entry_point
         try:
-            counts = compiler.opcode_counts(compiled.sass(entry), ("HGMMA", "UTMALDG", "LDL", "STL"))
+            counts = compiler.opcode_counts(compiled.sass(entry), ("HGMMA", "UTMALDG", "UTMASTG", "STG", "LDL", "STL"))
         except compiler.SassUnavailable as exc:
             pytest.skip(str(exc))
         assert counts.get("LDL", 0) == counts.get("STL", 0) == 0 and compiled.resources(entry).local_bytes == 0, entry
         assert any(op.startswith("HGMMA") for op in counts) and any(op.startswith("UTMALDG") for op in counts), (entry, counts)
+        stores = {op.split(".")[0] for op in counts} & {"UTMASTG", "STG"}
+        assert stores == ({"UTMASTG"} if config.c_map else {"STG"}), (entry, counts)
