@@ -143,6 +143,16 @@ class TensorGemmKernel(GemmKernel):
         """A·B of the inputs rounded to this kernel's format (:func:`reference`)."""
         return reference(A, B, self.precision)
 
+    def unavailable_on(self, spec: device.DeviceSpec) -> str | None:
+        """Why this kernel cannot run on ``spec``, in one sentence, or None where it can."""
+        if not supports(self.precision, spec.compute_capability):
+            return (f"{self.name}: the {spec.name} has no {self.precision} tensor-core instruction "
+                    f"(compute capability {MIN_CAPABILITY[self.precision][0]}.{MIN_CAPABILITY[self.precision][1]} or newer).")
+        if self.dynamic_shared > spec.shared_per_block_optin:
+            return (f"{self.name}: needs {self.dynamic_shared:,} bytes of shared memory per block; the {spec.name} "
+                    f"allows {spec.shared_per_block_optin:,}.")
+        return None
+
     def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
         if not supports(self.precision, spec.compute_capability):
             raise RuntimeError(f"{self.name}: {spec.name} (compute capability {spec.compute_capability[0]}."
@@ -178,18 +188,9 @@ class TensorGemmKernel(GemmKernel):
 
 
 def unavailable_reason(kernel: TensorGemmKernel, spec: device.DeviceSpec) -> str | None:
-    """Why ``kernel`` cannot run on ``spec``, in one sentence, or None where it can (a kernel with its own
-    ``unavailable_on``, such as chapter 9's, is asked first)."""
-    own = getattr(kernel, "unavailable_on", None)
-    if own and own(spec):
-        return own(spec)
-    if not supports(kernel.precision, spec.compute_capability):
-        return (f"{kernel.name}: the {spec.name} has no {kernel.precision} tensor-core instruction "
-                f"(compute capability {MIN_CAPABILITY[kernel.precision][0]}.{MIN_CAPABILITY[kernel.precision][1]} or newer).")
-    if kernel.dynamic_shared > spec.shared_per_block_optin:
-        return (f"{kernel.name}: needs {kernel.dynamic_shared:,} bytes of shared memory per block; the {spec.name} "
-                f"allows {spec.shared_per_block_optin:,}.")
-    return None
+    """Why ``kernel`` cannot run on ``spec``, in one sentence, or None where it can
+    (:meth:`TensorGemmKernel.unavailable_on`, which chapter 9's kernels extend)."""
+    return kernel.unavailable_on(spec)
 
 
 def wmma_kernel(precision: str = "FP16") -> TensorGemmKernel:

@@ -199,7 +199,7 @@ class HopperGemmKernel(tensor_gemm.TensorGemmKernel):
         wanted = os.environ.get(compiler.ARCH_VARIABLE, "").strip()      # as compiler.target() reads it, without a GPU
         if wanted and wanted != "sm_90":
             return f"{self.name} uses sm_90a instructions and cannot be compiled under {compiler.ARCH_VARIABLE}={wanted}."
-        return None
+        return super().unavailable_on(spec)                            # the format and the shared memory
 
     def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
         if extra_shared:

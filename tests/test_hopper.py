@@ -252,3 +252,22 @@ def test_the_copy_engine_epilogue_pads_c_and_hands_back_n_columns(monkeypatch):
     C = problem.result()
     assert C.shape == (3, 17) and C.flags.c_contiguous and np.array_equal(C, stored[:, :17])
 
+
+def test_a_kernel_s_shared_memory_limit_is_raised_once_not_at_every_launch(monkeypatch):
+    """Chapter 9's launches go through the driver; asking for a kernel's attributes and raising its shared-memory
+    limit at every launch cost each one microseconds (about as long as a whole GEMM at 2048³ on the H200), so the
+    limit is raised once for each larger size asked for."""
+    import types
+
+    from gemmlab import compiler, gpu
+
+    calls = []
+    monkeypatch.setattr(gpu, "driver_call", lambda name, *args: calls.append(name))
+    attributes = types.SimpleNamespace(num_regs=168, shared_size_bytes=1024, local_size_bytes=0, max_threads_per_block=384)
+    unit = types.SimpleNamespace(path=None)
+    compiled = compiler.CompiledFile(unit, "sm_90a", types.SimpleNamespace(get_function=lambda name: attributes))
+    for shared in (230_400, 230_400, 100_000, 230_400):
+        compiled.driver_function("wgmma_gemm_tmastore_bf16", shared)
+    assert calls == ["cuModuleLoadData", "cuModuleGetFunction", "cuFuncSetAttribute"]
+    compiled.driver_function("wgmma_gemm_tmastore_bf16", 232_448)
+    assert calls[-1] == "cuFuncSetAttribute" and len(calls) == 4

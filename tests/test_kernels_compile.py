@@ -21,11 +21,15 @@ NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.usefixtures("nvcc_path")
 
 
+GLOBAL = r'__global__\s+void\s+(?:__\w+__\([^)]*\)\s+)*(\w+)\s*\('
+"""A kernel's name after ``__global__ void`` and its attributes (``__launch_bounds__(...)``, ``__cluster_dims__(...)``)."""
+
+
 def entry_points(text: str) -> set[str]:
     """Names of the extern "C" __global__ functions of a source text."""
-    names = set(re.findall(r'extern "C"\s+__global__\s+void\s+(?:__\w+__\([^)]*\)\s+)*(\w+)\s*\(', text))
+    names = set(re.findall(r'extern "C"\s+' + GLOBAL, text))
     for block in re.findall(r'extern "C"\s*\{(.*?)\n\}', text, re.S):
-        names |= set(re.findall(r'__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(', block))
+        names |= set(re.findall(GLOBAL, block))
     return names
 
 
