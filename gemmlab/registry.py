@@ -165,24 +165,33 @@ HOPPER_STEPS: tuple[tuple[str, str, str], ...] = (
 )
 """Chapter 9's ladder, as triples of a name, the :mod:`gemmlab.tma` configuration and what the step adds."""
 
+HOPPER_ALTERNATIVES: tuple[tuple[str, str, str], ...] = (
+    ("hopper_pingpong", "GEMM_PINGPONG",
+     "the last step's pieces scheduled ping-pong: each consumer owns 128x128 tiles and stores while the other computes"),
+)
+"""Chapter 9's kernels beside the ladder (another schedule, not one more step), as :data:`HOPPER_STEPS`."""
 
-def hopper_kernels(precision: str) -> dict[str, GemmKernel]:
-    """Chapter 9's ladder for BF16 or FP16 inputs, in order (``hopper_pairs_bf16``); an empty dict for TF32, which
-    these kernels do not take. They run on a Hopper GPU only: elsewhere they say so when asked
-    (:func:`gemmlab.tensor_gemm.unavailable_reason`), and the bench leaves them out."""
+
+def hopper_kernels(precision: str, alternatives: bool = False) -> dict[str, GemmKernel]:
+    """Chapter 9's ladder for BF16 or FP16 inputs, in order (``hopper_pairs_bf16``), followed with ``alternatives``
+    by :data:`HOPPER_ALTERNATIVES`; an empty dict for TF32, which these kernels do not take. They run on a Hopper GPU
+    only: elsewhere they say so when asked (:func:`gemmlab.tensor_gemm.unavailable_reason`), and the bench leaves
+    them out."""
     from . import tma
 
     if precision not in tma.PRECISIONS:
         return {}
     suffix = tensor_gemm.PRECISIONS[precision]
+    listed = HOPPER_STEPS + (HOPPER_ALTERNATIVES if alternatives else ())
     return {f"{step}_{suffix}": replace(tma.hopper_kernel(getattr(tma, config), f"{step}_{suffix}", precision), summary=summary)
-            for step, config, summary in HOPPER_STEPS}
+            for step, config, summary in listed}
 
 
 def by_precision(precision: str) -> dict[str, GemmKernel]:
-    """The ladder ``python -m gemmlab bench --precision`` runs: :func:`kernels` for FP32, else chapter 8's
-    :func:`tensor_kernels` for that input format followed by chapter 9's :func:`hopper_kernels`."""
-    return kernels() if precision == "FP32" else {**tensor_kernels(precision), **hopper_kernels(precision)}
+    """The kernels ``python -m gemmlab bench --precision`` runs: :func:`kernels` for FP32, else chapter 8's
+    :func:`tensor_kernels` for that input format followed by chapter 9's :func:`hopper_kernels` (its alternatives
+    included)."""
+    return kernels() if precision == "FP32" else {**tensor_kernels(precision), **hopper_kernels(precision, True)}
 
 
 def kernels() -> dict[str, GemmKernel]:

@@ -9,7 +9,8 @@ before the driver could answer with a bare error code. :func:`driver_accepts` as
 GPU test can hold the Python rules against the driver's own verdicts. :func:`tile_image` runs the first Hopper
 kernel (``kernels/09_hopper.cu``): one copy into swizzled shared memory, completed on an ``mbarrier``, written back
 so that it can be compared with :func:`gemmlab.hopper.box_image`; :func:`gemm` runs the GEMMs on the copy engine
-and ``wgmma`` (:data:`GEMM_V0`, :data:`GEMM_WS` and the steps after it, to :data:`GEMM_TMA_STORE`).
+and ``wgmma`` (:data:`GEMM_V0`, :data:`GEMM_WS` and the steps after it, to :data:`GEMM_TMA_STORE`, and
+:data:`GEMM_PINGPONG`).
 """
 
 from __future__ import annotations
@@ -170,8 +171,15 @@ GEMM_TMA_STORE = replace(GEMM_CLUSTER, function="wgmma_gemm_tmastore", c_map=Tru
                          shared=GEMM_WS.shared + 2 * 2 * C_BOX[0] * C_BOX[1] * 4)
 """The same with the epilogue through the copy engine, using two buffers of one box per consumer warpgroup
 (``WGMMA_GEMM_TMA_STORE_SHARED``)."""
-GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUSTER, GEMM_TMA_STORE, GEMM_QUADS)
-"""Every GEMM of ``09_hopper.cu``: chapter 9's ladder (:data:`gemmlab.registry.HOPPER_STEPS`) and the candidates."""
+GEMM_PINGPONG = replace(GEMM_PERSISTENT, function="wgmma_gemm_pingpong", BN=128, c_map=True,
+                        shared=1024 + 6 * (128 + 128) * 64 * 2 + 2 * 2 * C_BOX[0] * C_BOX[1] * 4)
+"""Ping-pong consumers. Each consumer warpgroup owns whole 128 x 128 tiles and the two take turns at the tensor
+cores, one storing (through the copy engine) while the other computes; a ring of 6 stages, no cluster
+(``PINGPONG_SHARED``)."""
+GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUSTER, GEMM_TMA_STORE, GEMM_QUADS,
+         GEMM_PINGPONG)
+"""Every GEMM of ``09_hopper.cu``: chapter 9's ladder (:data:`gemmlab.registry.HOPPER_STEPS`), the alternative
+schedule (:data:`gemmlab.registry.HOPPER_ALTERNATIVES`) and the candidates."""
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,8 @@ def test_the_kernels_shared_memory_is_the_file_s():
 
     assert value("WGMMA_GEMM_V0_SHARED") == tma.GEMM_V0.shared and value("WGMMA_GEMM_WS_SHARED") == tma.GEMM_WS.shared
     assert value("WGMMA_GEMM_TMA_STORE_SHARED") == tma.GEMM_TMA_STORE.shared
+    assert value("PINGPONG_SHARED") == tma.GEMM_PINGPONG.shared == tma.GEMM_TMA_STORE.shared
+    assert (int(defines["PP_BM"]), int(defines["PP_BN"])) == (tma.GEMM_PINGPONG.BM, tma.GEMM_PINGPONG.BN)
     assert value("C_BOX_BYTES") == tma.C_BOX[0] * tma.C_BOX[1] * 4
     assert (int(defines["WS_BM"]), int(defines["WS_BN"]), int(defines["WS_BK"])) == (tma.GEMM_WS.BM, tma.GEMM_WS.BN, tma.GEMM_WS.BK)
 
@@ -169,8 +171,21 @@ def test_chapter_9_ladder_by_precision():
         assert [k.config for k in hopper.values()] == [getattr(tma, c) for _, c, _ in registry.HOPPER_STEPS]
         assert set(k.config for k in hopper.values()) <= set(tma.GEMMS)
         assert all(n.endswith(f"_{suffix}") and k.name == n and k.precision == p for n, k in hopper.items())
-        assert list(registry.by_precision(p)) == [*registry.tensor_kernels(p), *hopper]
+        assert list(registry.by_precision(p)) == [*registry.tensor_kernels(p), *registry.hopper_kernels(p, True)]
     assert registry.hopper_kernels("TF32") == {} and "hopper_pairs_f16" in registry.known()
+
+
+def test_the_ping_pong_kernel_stands_beside_the_ladder():
+    """Another schedule, not one more step: left out of the ladder, listed with alternatives, run by the bench."""
+    from gemmlab import registry, tma
+
+    for p in tma.PRECISIONS:
+        ladder, every = registry.hopper_kernels(p), registry.hopper_kernels(p, alternatives=True)
+        assert list(every)[:len(ladder)] == list(ladder)
+        assert [k.config for k in list(every.values())[len(ladder):]] == [tma.GEMM_PINGPONG]
+        assert set(every) <= set(registry.by_precision(p))
+    k = registry.known()["hopper_pingpong_bf16"]
+    assert k.entry_point == "wgmma_gemm_pingpong_bf16" and k.config.c_map and k.config.cluster == 1
 
 
 def test_every_entry_point_the_python_names_is_in_the_file():

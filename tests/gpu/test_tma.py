@@ -142,6 +142,36 @@ def test_nan_and_inf_land_where_numpy_puts_them(kernel, precision, hopper_gpu, h
     assert np.array_equal(np.isneginf(C), np.isneginf(R)) and np.isnan(C).any() and np.isinf(C).any()
 
 
+def test_the_ping_pong_turns_hold_for_any_number_of_tiles_per_block(hopper_gpu):
+    """The persistent grid gives each block one or a few tiles at the sizes above; here the ping-pong kernel runs on
+    forced grids of 1, 2 and 7 blocks, so that a block takes 15, 8 or 2-3 tiles (odd and even counts, consumer 1
+    with one tile fewer than consumer 0), in a child process under the watchdog (a wrong turn would hang)."""
+    from gemmlab import watchdog
+
+    code = """
+from dataclasses import dataclass, fields
+from gemmlab import tensor_gemm, tma, verify
+
+@dataclass(frozen=True)
+class FewBlocks(tma.HopperGemmKernel):
+    blocks: int = 1
+    def grid(self, M, N):
+        return (self.blocks, 1, 1)
+
+for p in tma.PRECISIONS:
+    base = tma.hopper_kernel(tma.GEMM_PINGPONG, precision=p)
+    for M, N, K in ((300, 520, 256), (33, 17, 9), (640, 384, 700)):
+        A, B = verify.random_operands(M, N, K, seed=M + K)
+        ref = tensor_gemm.reference(A, B, p)
+        for blocks in (1, 2, 7):
+            k = FewBlocks(**{f.name: getattr(base, f.name) for f in fields(base)}, blocks=blocks)
+            assert ref.check(k(A, B)).ok, (p, M, N, K, blocks)
+print("all right")
+"""
+    outcome = watchdog.run_isolated(code, timeout_s=120)
+    assert outcome.status == "ok", str(outcome)
+
+
 def test_a_map_made_for_one_kernel_is_never_used_by_another(hopper_gpu):
     """v0 and the paired-stores kernel launched on the same device buffers, one after the other: each must get maps
     of its own boxes (with v0's 64 x 128 boxes the other's barrier would expect more bytes than arrive, and wait

@@ -1,0 +1,134 @@
+# What the epilogue of chapter 9's last step (wgmma_gemm_tmastore_*) costs, and what did not help at 4096^3: variants
+# of ws_gemm generated from kernels/09_hopper.cu itself (no copy of the kernel is kept in the repository), timed
+# against cuBLAS with an interleaved, sustained timing. Findings: drafts/README.md. Run on a Hopper GPU:
+#   timeout 300 python3 drafts/09_epilogue_experiment.py [variant ...]
+# Variants (BF16, clusters of two, the copy-engine epilogue):
+#   base     ws_gemm as chapter 9 compiles it, from the generated file (must time like hopper_tmastore)
+#   nostore  the results written into the store buffers, but the copy engine never stores them (wrong C, timing only)
+#   s3b4     3 ring stages and 4 store buffers per consumer;  s2b8: 2 stages and 8 buffers (a whole tile's results)
+#   d175     consumer 1 starts 175 ns late, so that the two consumers' epilogues need not coincide
+#   ef       the stores of C with an L2 evict-first hint
+import re, statistics, sys, tempfile, time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from gemmlab import bench, compile_units, gpu, precisions, tensor_gemm, tma, verify
+
+# name: (stages, buffers per consumer, issue the stores, consumer 1's delay in ns, evict-first hint)
+VARIANTS = {"base": (4, 2, True, 0, False), "nostore": (4, 2, False, 0, False), "s3b4": (3, 4, True, 0, False),
+            "s2b8": (2, 8, True, 0, False), "d175": (4, 2, True, 175, False), "ef": (4, 2, True, 0, True)}
+STAGE_BYTES, BOX_BYTES = (128 + 256) * 64 * 2, tma.C_BOX[0] * tma.C_BOX[1] * 4
+
+
+def generated_source() -> str:
+    """kernels/09_hopper.cu, then ws_gemm and store_d_tma again with the experiment's switches, then one entry point
+    per variant."""
+    text = (ROOT / "kernels" / tma.SOURCE).read_text()
+    gemm = text[text.index("template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1>"):
+                text.index("// [/gemm_ws]")]
+    store = text[text.index("template <int REGS>\n__device__ __forceinline__ void store_d_tma("):text.index("// [/store_d_tma]")]
+    edits = [
+        (gemm, "template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1>\n__device__ __forceinline__ void ws_gemm(",
+         "template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER, int STAGES_, int NBUF, bool ISSUE, int DELAY, bool EF>\n"
+         "__device__ __forceinline__ void ws_gemm_x("),
+        (gemm, "        const int c = group - 1;\n", "        const int c = group - 1;\n        if (DELAY > 0 && c == 1) __nanosleep(DELAY);\n"),
+        (gemm, "store_d_tma(d, c_map, b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES,",
+         "store_d_tma_x<NBUF, ISSUE, EF>(d, c_map, b_tiles + WS_STAGES * B_STAGE + c * NBUF * C_BOX_BYTES,"),
+        (store, "template <int REGS>\n__device__ __forceinline__ void store_d_tma(",
+         "template <int NBUF, bool ISSUE, bool EF, int REGS>\n__device__ __forceinline__ void store_d_tma_x("),
+        (store, "(j % 2) * C_BOX_BYTES", "(j % NBUF) * C_BOX_BYTES"),
+        (store, '"cp.async.bulk.wait_group.read 1;" ::: "memory"', '"cp.async.bulk.wait_group.read %0;" ::"n"(NBUF - 1) : "memory"'),
+        (store, "        if (issuer) {\n            asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\"\n"
+                "                         ::\"l\"(reinterpret_cast<uint64_t>(c_map)), \"r\"(col0 + 32 * j), \"r\"(row0), \"r\"(tma_smem(buf))\n",
+         "        if (ISSUE && issuer) {\n            uint64_t policy = 0;\n"
+         "            if (EF) asm volatile(\"createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\" : \"=l\"(policy));\n"
+         "            if (EF) asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2}], [%3], %4;\"\n"
+         "                         ::\"l\"(reinterpret_cast<uint64_t>(c_map)), \"r\"(col0 + 32 * j), \"r\"(row0), \"r\"(tma_smem(buf)), \"l\"(policy)\n"
+         "                         : \"memory\");\n            else\n"
+         "            asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\"\n"
+         "                         ::\"l\"(reinterpret_cast<uint64_t>(c_map)), \"r\"(col0 + 32 * j), \"r\"(row0), \"r\"(tma_smem(buf))\n"),
+    ]
+    parts = {"gemm": gemm, "store": store}
+    for part, old, new in edits:
+        key = "gemm" if part is gemm else "store"
+        assert old in parts[key], f"kernels/09_hopper.cu changed: cannot find {old[:60]!r}"
+        parts[key] = parts[key].replace(old, new)
+    gemm = re.sub(r"\bWS_STAGES\b", "STAGES_", parts["gemm"])
+    entries = "".join(
+        f'extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)\n'
+        f"x_{name}_bf16(GEMM_TMA_STORE_PARAMS) {{ ws_gemm_x<true, true, 0, false, 2, {s}, {b}, {str(i).lower()}, {d}, "
+        f"{str(e).lower()}>(&a_map, &bt_map, C, M, N, K, &c_map); }}\n" for name, (s, b, i, d, e) in VARIANTS.items())
+    return f'#include "{ROOT / "kernels" / tma.SOURCE}"\n\n{parts["store"]}\n{gemm}\n{entries}'
+
+
+def variant_kernel(unit, name):
+    stages, buffers = VARIANTS[name][:2]
+    config = replace(tma.GEMM_TMA_STORE, function=f"x_{name}", shared=1024 + stages * STAGE_BYTES + 2 * buffers * BOX_BYTES)
+    return replace(tma.hopper_kernel(config), source=unit)
+
+
+def block_seconds(fn, n):
+    drv = gpu.cuda()
+    start, stop = drv.Event(), drv.Event()
+    fn()
+    start.record()
+    for _ in range(n):
+        fn()
+    stop.record()
+    stop.synchronize()
+    return stop.time_since(start) * 1e-3 / n
+
+
+def interleaved(fns, rounds=11, block_s=6e-3):
+    """Seconds per call of each function, timed in alternating blocks of back-to-back calls after 0.4 s of load,
+    so that every function sees the same clocks (the GPU lowers them under its power cap)."""
+    start = time.monotonic()
+    while time.monotonic() - start < 0.4:
+        for f in fns.values():
+            block_seconds(f, 5)
+    calls = {k: max(2, int(block_s / block_seconds(f, 3))) for k, f in fns.items()}
+    times = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, f in fns.items():
+            times[k].append(block_seconds(f, calls[k]))
+    return times
+
+
+def main(names):
+    gpu.cuda()
+    cp = bench.cupy_or_none()
+    if cp is None:
+        sys.exit("needs CuPy for cuBLAS")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "09_epilogue_variants.cu"
+        path.write_text(generated_source())
+        unit = compile_units.CompileUnit(path, arch_specific="sm_90a")
+        kernels = {"hopper_tmastore": tma.hopper_kernel(tma.GEMM_TMA_STORE), **{n: variant_kernel(unit, n) for n in names}}
+        A, B = verify.random_operands(1000, 2000, 777, seed=3)
+        ref = tensor_gemm.reference(A, B, "BF16")
+        print("correct at 1000x2000x777:", {n: ref.check(k(A, B)).ok for n, k in kernels.items() if n != "nostore"}, flush=True)
+        for M, N, K in ((4096,) * 3, (6144, 4096, 2048), (2048,) * 3, (8192,) * 3):
+            A, B = verify.random_operands(M, N, K, seed=1)
+            run, _ = precisions._cublas_call(cp, A, B, "BF16")
+            problems = {n: k.on_device(A, B) for n, k in kernels.items()}
+            times = interleaved({"cuBLAS": run, **{n: p.launch for n, p in problems.items()}})
+            flops = 2.0 * M * N * K
+            print(f"{M}x{N}x{K}: cuBLAS {flops / statistics.median(times['cuBLAS']) / 1e12:.1f} TFLOP/s", flush=True)
+            for n in problems:
+                ratios = sorted(100 * c / t for c, t in zip(times["cuBLAS"], times[n]))
+                q = len(ratios) // 4
+                print(f"   {n:16s} {flops / statistics.median(times[n]) / 1e12:7.1f} TFLOP/s, of cuBLAS: median "
+                      f"{statistics.median(ratios):.1f}%, quartiles {ratios[q]:.1f}-{ratios[-q - 1]:.1f}", flush=True)
+            del problems
+
+
+if __name__ == "__main__":
+    chosen = sys.argv[1:] or list(VARIANTS)
+    unknown = set(chosen) - set(VARIANTS)
+    if unknown:
+        sys.exit(f"unknown variant(s) {sorted(unknown)}; choose from {list(VARIANTS)}")
+    main(chosen)
