@@ -60,6 +60,7 @@ class CompiledFile:
     _driver_module: object = field(default=None, repr=False)
     _driver_functions: dict = field(default_factory=dict, repr=False)
     _driver_shared: dict = field(default_factory=dict, repr=False)    # the dynamic shared memory each may use
+    _shared: dict = field(default_factory=dict, repr=False)           # the same for the PyCUDA functions
 
     def function(self, name: str):
         """The PyCUDA function ``name`` (an ``extern "C"`` entry point of the file)."""
@@ -91,13 +92,26 @@ class CompiledFile:
             self._driver_shared[name] = dynamic_shared
         return fn
 
-    def prepared(self, name: str, signature: str):
+    def prepared(self, name: str, signature: str, dynamic_shared: int = 0):
         """Function ``name`` prepared for ``prepared_call`` with PyCUDA's argument ``signature``
-        (e.g. ``"PPPiii"``): a launch then costs microseconds of Python instead of tens."""
+        (e.g. ``"PPPiii"``): a launch then costs microseconds of Python instead of tens. With ``dynamic_shared``
+        bytes per block, its limit is raised first where a launch needs it (:meth:`allow_shared`)."""
         key = (name, signature)
         if key not in self._functions:
             self._functions[key] = self.function(name).prepare(signature)
+        self.allow_shared(name, dynamic_shared)
         return self._functions[key]
+
+    def allow_shared(self, name: str, dynamic_shared: int) -> None:
+        """Let PyCUDA's function ``name`` launch with ``dynamic_shared`` bytes of dynamic shared memory: beyond the
+        default 48 KiB per block it must opt in. Raised once per larger size, as :meth:`driver_function` does,
+        because asking for the attributes and setting one at every launch costs each launch microseconds."""
+        if dynamic_shared <= self._shared.get(name, 0):
+            return
+        if limits.needs_shared_opt_in(self.resources(name).shared_bytes, dynamic_shared):
+            from pycuda.driver import function_attribute
+            self.function(name).set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared)
+        self._shared[name] = dynamic_shared
 
     def resources(self, name: str) -> Resources:
         """Registers, static shared memory and local memory the compiler gave function ``name``."""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import checks, compiler, device, gpu, limits, verify
+from . import checks, compiler, device, gpu, verify
 from .compile_units import CompileUnit
 
 
@@ -101,10 +101,7 @@ class GemmKernel:
 
         ``extra_shared`` bytes of dynamic shared memory are requested and left unused: chapter 5
         lowers occupancy with them on purpose (above 48 KiB per block in all, the function opts in first)."""
-        fn = self.compiled().prepared(self.function, "PPPiii")
-        if limits.needs_shared_opt_in(fn.shared_size_bytes, extra_shared):
-            from pycuda.driver import function_attribute
-            fn.set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, extra_shared)
+        fn = self.compiled().prepared(self.function, "PPPiii", extra_shared)
         if self.split_k > 1:        # the parts are added into C: it starts at zero
             gpu.cuda().memset_d32_async(int(c_ptr), 0, M * N)
         fn.prepared_call(self.grid(M, N), self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import compiler, device, gpu, limits, mma, timing
+from . import compiler, device, gpu, mma, timing
 from .checks import check_block, check_fits, check_grid
 from .compile_units import FMA_CHAINS, MMA_CHAINS
 
@@ -258,11 +258,9 @@ def steady_state(part: str, iters: int = 4096) -> float | None:
     if _arch_number(compiled.arch) < 80 or spec.shared_per_block_optin < STEADY_SHARED_BYTES:
         return None
     from pycuda import gpuarray
-    from pycuda.driver import function_attribute
 
     fn = compiled.function(f"steady_{part}")
-    if limits.needs_shared_opt_in(fn.shared_size_bytes, STEADY_SHARED_BYTES):
-        fn.set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, STEADY_SHARED_BYTES)
+    compiled.allow_shared(f"steady_{part}", STEADY_SHARED_BYTES)
     g = gpuarray.zeros(STEADY_SOURCE_BYTES // 4, np.uint32)
     out = gpuarray.zeros(spec.sms * 256, np.float32)
     launch = lambda: fn(g.gpudata, out.gpudata, np.int32(iters), block=(256, 1, 1), grid=(spec.sms, 1, 1),

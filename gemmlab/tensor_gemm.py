@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks, device, gpu, limits, verify
+from . import checks, device, gpu, verify
 from .mma import bf16_to_f32, to_bf16_bits, to_tf32
 from .gemm import DeviceProblem, GemmKernel
 from .tc_configs import CONFIGS, ELEMENT_BYTES, SIXTEEN_BIT, SOURCE, SUFFIXES, TcConfig
@@ -171,10 +171,7 @@ class TensorGemmKernel(GemmKernel):
         if not supports(self.precision, _capability(compiled.arch)):
             raise RuntimeError(f"{self.name}: compiled for {compiled.arch}, which has no {self.precision} tensor-core "
                                "instruction (GEMMLAB_ARCH names an older architecture than BF16 and TF32 need, 8.0)")
-        fn = compiled.prepared(self.entry_point, "PPPiii")
-        if limits.needs_shared_opt_in(fn.shared_size_bytes, self.dynamic_shared):
-            from pycuda.driver import function_attribute
-            fn.set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, self.dynamic_shared)
+        fn = compiled.prepared(self.entry_point, "PPPiii", self.dynamic_shared)
         fn.prepared_call(self.grid(M, N), self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K,
                          shared_size=self.dynamic_shared)
 

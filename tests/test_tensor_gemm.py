@@ -201,3 +201,33 @@ def test_each_format_has_its_ceiling_probe():
             assert ceilings.mma_form(p, spec) in probes.MMA_CEILINGS
     assert ceilings.mma_form("FP16", device.T4) == ("m16n8k8", "f16")
     assert ceilings.mma_form("BF16", device.H200) == ("m16n8k16", "bf16")
+
+
+def test_a_pycuda_kernel_s_shared_memory_limit_is_raised_once_per_size(monkeypatch):
+    """Chapters 5 and 8 launch through PyCUDA with more than 48 KiB of dynamic shared memory: the limit is raised
+    once for each larger size asked for, not at every launch (each attribute query and call costs microseconds)."""
+    import sys
+    import types
+
+    from gemmlab import compiler
+
+    raised = []
+
+    class Function:
+        num_regs, shared_size_bytes, local_size_bytes, max_threads_per_block = 128, 0, 0, 256
+
+        def prepare(self, signature):
+            return self
+
+        def set_attribute(self, attribute, value):
+            raised.append((attribute, value))
+
+    fake_driver = types.SimpleNamespace(function_attribute=types.SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES="max"))
+    monkeypatch.setitem(sys.modules, "pycuda", types.SimpleNamespace(driver=fake_driver))
+    monkeypatch.setitem(sys.modules, "pycuda.driver", fake_driver)
+    compiled = compiler.CompiledFile(types.SimpleNamespace(path=None), "sm_90", types.SimpleNamespace(get_function=lambda n: Function()))
+    for shared in (0, 40_000, 163_840, 163_840, 100_000, 163_840):
+        compiled.prepared("mma_gemm_fp16", "PPPiii", shared)
+    assert raised == [("max", 163_840)]
+    compiled.prepared("mma_gemm_fp16", "PPPiii", 200_000)
+    assert raised == [("max", 163_840), ("max", 200_000)]
