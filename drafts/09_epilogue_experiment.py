@@ -16,7 +16,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import bench, compile_units, gpu, precisions, tensor_gemm, tma, verify
+from gemmlab import bench, compile_units, gpu, precisions, tensor_gemm, timing, tma, verify
 
 # name: (stages, buffers per consumer, issue the stores, consumer 1's delay in ns, evict-first hint)
 VARIANTS = {"base": (4, 2, True, 0, False), "nostore": (4, 2, False, 0, False), "s3b4": (3, 4, True, 0, False),
@@ -71,30 +71,18 @@ def variant_kernel(unit, name):
     return replace(tma.hopper_kernel(config), source=unit)
 
 
-def block_seconds(fn, n):
-    drv = gpu.cuda()
-    start, stop = drv.Event(), drv.Event()
-    fn()
-    start.record()
-    for _ in range(n):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return stop.time_since(start) * 1e-3 / n
-
-
 def interleaved(fns, rounds=11, block_s=6e-3):
-    """Seconds per call of each function, timed in alternating blocks of back-to-back calls after 0.4 s of load,
-    so that every function sees the same clocks (the GPU lowers them under its power cap)."""
+    """Seconds per call of each function, timed in alternating blocks of back-to-back calls (at least ``block_s``
+    each, gemmlab's own timer) after 0.4 s of load, so that every function sees the same clocks (the GPU lowers
+    them under its power cap)."""
     start = time.monotonic()
     while time.monotonic() - start < 0.4:
         for f in fns.values():
-            block_seconds(f, 5)
-    calls = {k: max(2, int(block_s / block_seconds(f, 3))) for k, f in fns.items()}
+            timing.time_gpu(f, warmup=0, repeat=1, min_seconds=0)
     times = {k: [] for k in fns}
     for _ in range(rounds):
         for k, f in fns.items():
-            times[k].append(block_seconds(f, calls[k]))
+            times[k].append(timing.time_gpu(f, warmup=0, repeat=1, min_seconds=block_s).median_s)
     return times
 
 

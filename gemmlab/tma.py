@@ -167,12 +167,12 @@ GEMM_CLUSTER = replace(GEMM_PAIRS, function="wgmma_gemm_cluster", cluster=2)
 """The same in clusters of two blocks, each block's copy engine fetching half of a shared B tile into both."""
 C_BOX = (64, 32)
 """The box of C's tensor map as (rows, FP32 columns), what one copy-engine store writes (``C_BOX_BYTES``)."""
-GEMM_TMA_STORE = replace(GEMM_CLUSTER, function="wgmma_gemm_tmastore", c_map=True,
-                         shared=GEMM_WS.shared + 2 * 2 * C_BOX[0] * C_BOX[1] * 4)
+_STORE_BUFFERS = 2 * 2 * C_BOX[0] * C_BOX[1] * 4      # two boxes for each of the two consumer warpgroups
+GEMM_TMA_STORE = replace(GEMM_CLUSTER, function="wgmma_gemm_tmastore", c_map=True, shared=GEMM_WS.shared + _STORE_BUFFERS)
 """The same with the epilogue through the copy engine, using two buffers of one box per consumer warpgroup
 (``WGMMA_GEMM_TMA_STORE_SHARED``)."""
 GEMM_PINGPONG = replace(GEMM_PERSISTENT, function="wgmma_gemm_pingpong", BN=128, c_map=True,
-                        shared=1024 + 6 * (128 + 128) * 64 * 2 + 2 * 2 * C_BOX[0] * C_BOX[1] * 4)
+                        shared=1024 + 6 * (128 + 128) * 64 * 2 + _STORE_BUFFERS)
 """Ping-pong consumers. Each consumer warpgroup owns whole 128 x 128 tiles and the two take turns at the tensor
 cores, one storing (through the copy engine) while the other computes; a ring of 6 stages, no cluster
 (``PINGPONG_SHARED``)."""
