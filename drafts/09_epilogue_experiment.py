@@ -8,6 +8,9 @@
 #   s3b4     3 ring stages and 4 store buffers per consumer;  s2b8: 2 stages and 8 buffers (a whole tile's results)
 #   d175     consumer 1 starts 175 ns late, so that the two consumers' epilogues need not coincide
 #   ef       the stores of C with an L2 evict-first hint
+#   mix_aa   every other box of 32 columns stored by the threads (8-byte stores, as the paired-stores step) instead of
+#            the copy engine, so that the engine has a box's time to read each buffer before it is needed again;
+#   mix_cc   two boxes by the engine, two by the threads, ...;  mix_88: every fourth box by the threads
 import re, statistics, sys, tempfile, time
 from dataclasses import replace
 from pathlib import Path
@@ -18,9 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import bench, compile_units, gpu, precisions, tensor_gemm, timing, tma, verify
 
-# name: (stages, buffers per consumer, issue the stores, consumer 1's delay in ns, evict-first hint)
-VARIANTS = {"base": (4, 2, True, 0, False), "nostore": (4, 2, False, 0, False), "s3b4": (3, 4, True, 0, False),
-            "s2b8": (2, 8, True, 0, False), "d175": (4, 2, True, 175, False), "ef": (4, 2, True, 0, True)}
+# name: (stages, buffers per consumer, issue the stores, consumer 1's delay in ns, evict-first hint, boxes the threads
+# store themselves: bit j for box j)
+VARIANTS = {"base": (4, 2, True, 0, False, 0), "nostore": (4, 2, False, 0, False, 0), "s3b4": (3, 4, True, 0, False, 0),
+            "s2b8": (2, 8, True, 0, False, 0), "d175": (4, 2, True, 175, False, 0), "ef": (4, 2, True, 0, True, 0),
+            "mix_aa": (4, 2, True, 0, False, 0xAA), "mix_cc": (4, 2, True, 0, False, 0xCC),
+            "mix_88": (4, 2, True, 0, False, 0x88)}
 STAGE_BYTES, BOX_BYTES = (128 + 256) * 64 * 2, tma.C_BOX[0] * tma.C_BOX[1] * 4
 
 
@@ -28,29 +34,41 @@ def generated_source() -> str:
     """kernels/09_hopper.cu, then ws_gemm and store_d_tma again with the experiment's switches, then one entry point
     per variant."""
     text = (ROOT / "kernels" / tma.SOURCE).read_text()
-    gemm = text[text.index("template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1>"):
+    gemm = text[text.index("template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1, bool STREAMK = false>"):
                 text.index("// [/gemm_ws]")]
-    store = text[text.index("template <int REGS>\n__device__ __forceinline__ void store_d_tma("):text.index("// [/store_d_tma]")]
+    store = text[text.index("template <int REGS, bool ADD = false>\n__device__ __forceinline__ void store_d_tma("):text.index("// [/store_d_tma]")]
     edits = [
-        (gemm, "template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1>\n__device__ __forceinline__ void ws_gemm(",
-         "template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER, int STAGES_, int NBUF, bool ISSUE, int DELAY, bool EF>\n"
+        (gemm, "template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1, bool STREAMK = false>\n__device__ __forceinline__ void ws_gemm(",
+         "template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER, int STAGES_, int NBUF, bool ISSUE, int DELAY, bool EF, int DIRECT, bool STREAMK = false>\n"
          "__device__ __forceinline__ void ws_gemm_x("),
         (gemm, "        const int c = group - 1;\n", "        const int c = group - 1;\n        if (DELAY > 0 && c == 1) __nanosleep(DELAY);\n"),
-        (gemm, "store_d_tma(d, c_map, b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES,",
-         "store_d_tma_x<NBUF, ISSUE, EF>(d, c_map, b_tiles + WS_STAGES * B_STAGE + c * NBUF * C_BOX_BYTES,"),
-        (store, "template <int REGS>\n__device__ __forceinline__ void store_d_tma(",
-         "template <int NBUF, bool ISSUE, bool EF, int REGS>\n__device__ __forceinline__ void store_d_tma_x("),
-        (store, "(j % 2) * C_BOX_BYTES", "(j % NBUF) * C_BOX_BYTES"),
+        (gemm, "unsigned char* buffers = b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES;",
+         "unsigned char* buffers = b_tiles + WS_STAGES * B_STAGE + c * NBUF * C_BOX_BYTES;"),
+        (gemm, "                store_d_tma(d, c_map, buffers, c, m0 + 64 * c, n0);\n",
+         "                store_d_tma_x<NBUF, ISSUE, EF, DIRECT>(d, c_map, buffers, c, m0 + 64 * c, n0, C, M, (N + 3) / 4 * 4);\n"),
+        (store, "template <int REGS, bool ADD = false>\n__device__ __forceinline__ void store_d_tma(",
+         "template <int NBUF, bool ISSUE, bool EF, int DIRECT, int REGS, bool ADD = false>\n__device__ __forceinline__ void store_d_tma_x("),
+        (store, "int consumer, int row0, int col0)", "int consumer, int row0, int col0, float* C, int M, int ldc)"),
+        (store, "        unsigned char* buf = buffers + (j % 2) * C_BOX_BYTES;\n",
+         "        if ((DIRECT >> j) & 1) {                   // this box by the threads, 8 bytes per store\n"
+         "#pragma unroll\n"
+         "            for (int i = 16 * j; i < 16 * j + 16; i += 2) {\n"
+         "                const int r = row0 + 16 * warp + lane / 4 + 8 * (i % 4 / 2), col = col0 + 8 * (i / 4) + 2 * (lane % 4);\n"
+         "                if (r < M && col < ldc)\n"
+         "                    *reinterpret_cast<float2*>(C + static_cast<size_t>(r) * ldc + col) = make_float2(d[i], d[i + 1]);\n"
+         "            }\n"
+         "            continue;\n"
+         "        }\n"
+         "        unsigned char* buf = buffers + ((j - __popc(DIRECT & ((1 << j) - 1))) % NBUF) * C_BOX_BYTES;\n"),
         (store, '"cp.async.bulk.wait_group.read 1;" ::: "memory"', '"cp.async.bulk.wait_group.read %0;" ::"n"(NBUF - 1) : "memory"'),
-        (store, "        if (issuer) {\n            asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\"\n"
-                "                         ::\"l\"(reinterpret_cast<uint64_t>(c_map)), \"r\"(col0 + 32 * j), \"r\"(row0), \"r\"(tma_smem(buf))\n",
-         "        if (ISSUE && issuer) {\n            uint64_t policy = 0;\n"
-         "            if (EF) asm volatile(\"createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\" : \"=l\"(policy));\n"
-         "            if (EF) asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2}], [%3], %4;\"\n"
+        (store, "        if (issuer) {\n            if (ADD)", "        if (ISSUE && issuer) {\n            if (ADD)"),
+        (store, "            else\n                asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\"\n",
+         "            else if (EF) {\n            uint64_t policy;\n"
+         "            asm volatile(\"createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\" : \"=l\"(policy));\n"
+         "            asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2}], [%3], %4;\"\n"
          "                         ::\"l\"(reinterpret_cast<uint64_t>(c_map)), \"r\"(col0 + 32 * j), \"r\"(row0), \"r\"(tma_smem(buf)), \"l\"(policy)\n"
-         "                         : \"memory\");\n            else\n"
-         "            asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\"\n"
-         "                         ::\"l\"(reinterpret_cast<uint64_t>(c_map)), \"r\"(col0 + 32 * j), \"r\"(row0), \"r\"(tma_smem(buf))\n"),
+         "                         : \"memory\");\n            } else\n"
+         "                asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\"\n"),
     ]
     parts = {"gemm": gemm, "store": store}
     for part, old, new in edits:
@@ -61,7 +79,7 @@ def generated_source() -> str:
     entries = "".join(
         f'extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)\n'
         f"x_{name}_bf16(GEMM_TMA_STORE_PARAMS) {{ ws_gemm_x<true, true, 0, false, 2, {s}, {b}, {str(i).lower()}, {d}, "
-        f"{str(e).lower()}>(&a_map, &bt_map, C, M, N, K, &c_map); }}\n" for name, (s, b, i, d, e) in VARIANTS.items())
+        f"{str(e).lower()}, {x}>(&a_map, &bt_map, C, M, N, K, &c_map); }}\n" for name, (s, b, i, d, e, x) in VARIANTS.items())
     return f'#include "{ROOT / "kernels" / tma.SOURCE}"\n\n{parts["store"]}\n{gemm}\n{entries}'
 
 

@@ -166,10 +166,12 @@ HOPPER_STEPS: tuple[tuple[str, str, str], ...] = (
 """Chapter 9's ladder, as triples of a name, the :mod:`gemmlab.tma` configuration and what the step adds."""
 
 HOPPER_ALTERNATIVES: tuple[tuple[str, str, str], ...] = (
+    ("hopper_streamk", "GEMM_STREAMK",
+     "the last step with its last round's K-tiles shared out evenly, cut tiles added up in C by the copy engine"),
     ("hopper_pingpong", "GEMM_PINGPONG",
      "the last step's pieces scheduled ping-pong: each consumer owns 128x128 tiles and stores while the other computes"),
 )
-"""Chapter 9's kernels beside the ladder (another schedule, not one more step), as :data:`HOPPER_STEPS`."""
+"""Chapter 9's kernels beside the ladder (not one more step each), as :data:`HOPPER_STEPS`."""
 
 
 def hopper_kernels(precision: str, alternatives: bool = False) -> dict[str, GemmKernel]:

@@ -9,8 +9,8 @@ before the driver could answer with a bare error code. :func:`driver_accepts` as
 GPU test can hold the Python rules against the driver's own verdicts. :func:`tile_image` runs the first Hopper
 kernel (``kernels/09_hopper.cu``): one copy into swizzled shared memory, completed on an ``mbarrier``, written back
 so that it can be compared with :func:`gemmlab.hopper.box_image`; :func:`gemm` runs the GEMMs on the copy engine
-and ``wgmma`` (:data:`GEMM_V0`, :data:`GEMM_WS` and the steps after it, to :data:`GEMM_TMA_STORE`, and
-:data:`GEMM_PINGPONG`).
+and ``wgmma`` (:data:`GEMM_V0`, :data:`GEMM_WS` and the steps after it, to :data:`GEMM_TMA_STORE`, and beside them
+:data:`GEMM_STREAMK` and :data:`GEMM_PINGPONG`).
 """
 
 from __future__ import annotations
@@ -149,6 +149,9 @@ class HopperGemm:
     c_map: bool = False
     """True for a kernel that stores C through the copy engine, which then takes C's tensor map too, with C's rows
     padded to a multiple of 16 bytes (:func:`c_columns`)."""
+    streamk: bool = False
+    """True for the kernel whose last round is shared out (:mod:`gemmlab.streamk`), which then takes a flag per
+    consumer warpgroup of its grid and the launch's epoch too (:func:`_streamk_arguments`)."""
 
 
 GEMM_V0 = HopperGemm("wgmma_gemm_v0", 64, 128, 64, 128, 1024 + (64 + 128) * 64 * 2)
@@ -171,15 +174,18 @@ _STORE_BUFFERS = 2 * 2 * C_BOX[0] * C_BOX[1] * 4      # two boxes for each of th
 GEMM_TMA_STORE = replace(GEMM_CLUSTER, function="wgmma_gemm_tmastore", c_map=True, shared=GEMM_WS.shared + _STORE_BUFFERS)
 """The same with the epilogue through the copy engine, using two buffers of one box per consumer warpgroup
 (``WGMMA_GEMM_TMA_STORE_SHARED``)."""
+GEMM_STREAMK = replace(GEMM_TMA_STORE, function="wgmma_gemm_streamk", streamk=True)
+"""The last step with a stream-K tail: the last round's K-tiles shared out evenly between the units, the parts of a
+cut tile added up in C by the copy engine (``STREAMK`` in ``ws_gemm``)."""
 GEMM_PINGPONG = replace(GEMM_PERSISTENT, function="wgmma_gemm_pingpong", BN=128, c_map=True,
                         shared=1024 + 6 * (128 + 128) * 64 * 2 + _STORE_BUFFERS)
 """Ping-pong consumers. Each consumer warpgroup owns whole 128 x 128 tiles and the two take turns at the tensor
 cores, one storing (through the copy engine) while the other computes; a ring of 6 stages, no cluster
 (``PINGPONG_SHARED``)."""
 GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUSTER, GEMM_TMA_STORE, GEMM_QUADS,
-         GEMM_PINGPONG)
-"""Every GEMM of ``09_hopper.cu``: chapter 9's ladder (:data:`gemmlab.registry.HOPPER_STEPS`), the alternative
-schedule (:data:`gemmlab.registry.HOPPER_ALTERNATIVES`) and the candidates."""
+         GEMM_STREAMK, GEMM_PINGPONG)
+"""Every GEMM of ``09_hopper.cu``: chapter 9's ladder (:data:`gemmlab.registry.HOPPER_STEPS`), the kernels beside it
+(:data:`gemmlab.registry.HOPPER_ALTERNATIVES`) and the candidates."""
 
 
 @dataclass(frozen=True)
@@ -234,7 +240,10 @@ class HopperGemmKernel(tensor_gemm.TensorGemmKernel):
                 pointers.append(c_ptr)
             _MAPS[key] = [_aligned_copy(encode(m, int(p))) for m, p in zip(maps, pointers)]
         args = [ctypes.c_uint64(int(c_ptr)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K)]
-        _launch(self.compiled().driver_function(self.entry_point, c.shared), self.grid(M, N), c.shared,
+        grid = self.grid(M, N)
+        if c.streamk:
+            args += _streamk_arguments(grid[0])
+        _launch(self.compiled().driver_function(self.entry_point, c.shared), grid, c.shared,
                 [*(address for _, address in _MAPS[key]), *(ctypes.addressof(x) for x in args)], c.threads, sync=False)
 
     def on_device(self, A, B, extra_shared: int = 0) -> DeviceProblem:
@@ -255,6 +264,25 @@ def c_columns(config: HopperGemm, N: int) -> int:
     (a tensor map's rule for strides; :meth:`gemmlab.gemm.DeviceProblem.result` returns the first N columns)."""
     per = tensor_gemm.PAD_BYTES // 4                                # FP32 elements per 16 bytes
     return -(-N // per) * per if config.c_map else N
+
+
+def _streamk_arguments(blocks: int) -> list:
+    """The stream-K kernel's last two arguments: its flags (two per block, zero when made, one set for every launch
+    of the process) and a new epoch. A flag holds the epoch of the launch that raised it, so nothing is cleared
+    between launches and a flag from an earlier one never looks raised; launches on one stream never overlap."""
+    if not _STREAMK_FLAGS:
+        import numpy as np
+        from pycuda import gpuarray
+        _STREAMK_FLAGS.append(gpuarray.zeros(2 * device.current().sms, np.uint32))   # no grid has more blocks than SMs
+    flags = _STREAMK_FLAGS[0]
+    if 2 * blocks > flags.size:
+        raise ValueError(f"a stream-K grid of {blocks} blocks needs {2 * blocks} flags; there are {flags.size}")
+    _EPOCH[0] = _EPOCH[0] % 0xFFFFFFFF + 1                              # never 0, the flags' first value
+    return [ctypes.c_uint64(int(flags.gpudata)), ctypes.c_uint(_EPOCH[0])]
+
+
+_STREAMK_FLAGS: list = []
+_EPOCH = [0]
 
 
 class _LaunchConfig(ctypes.Structure):

@@ -31,6 +31,12 @@
 //       32 columns, 128-byte swizzle; WGMMA_GEMM_TMA_STORE_SHARED bytes of dynamic shared memory.
 //   wgmma_gemm_quads_* - the paired-stores kernel with 16-byte stores instead (store_d_quads); a candidate that
 //       was no faster, kept for the comparison.
+//   wgmma_gemm_streamk_* (a_map, bt_map, c_map, C, M, N, K, flags, epoch) - the last step with a stream-K tail: where
+//       the tiles of C are not a multiple of the grid's units, the last round's K-tiles are shared out evenly and the
+//       parts of a tile cut between units meet in C through the copy engine's adds (StreamK, ws_gemm's STREAMK).
+//       flags: WS_CONSUMERS unsigned per block, zero before the first launch; epoch: a value the flags have never
+//       held (the host counts launches from 1). Every unit of the grid must be resident at once (the grid is at
+//       most cuOccupancyMaxActiveClusters clusters). WGMMA_GEMM_TMA_STORE_SHARED bytes.
 //   wgmma_gemm_pingpong_* (a_map, bt_map, c_map, C, M, N, K) - another schedule of the same pieces (pingpong_gemm):
 //       each consumer warpgroup owns whole 128 x 128 tiles and the two take turns at the tensor cores, so that one
 //       stores its tile while the other computes. No cluster; a_map and bt_map in boxes of 128 x 64, c_map as
@@ -316,6 +322,96 @@ __device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], uint64_t desc_a
 }
 // [/wgmma_256]
 
+// [streamk_split]
+// Who computes what. T tiles (pairs of tiles in clusters) of k K-tiles each, G units (blocks, or clusters). Unit u
+// takes whole tiles u, u + G, u + 2G, ... Without SHARE that is all. With SHARE, where T is not a multiple of G, the
+// last round would leave units idle: its tiles' K-tiles (or, where fewer than half the units would have work, those
+// of the last whole round too) are counted one after the other and cut into G ranges as even as integers allow, unit
+// u taking [S u / G, S (u + 1) / G) of the S shared K-tiles. A range may begin and end inside a tile: a tile cut
+// between units comes in parts, each a portion [kb, ke) of its K-tiles. gemmlab.streamk is the same arithmetic (the
+// CPU tests compile this struct for the host and compare).
+struct StreamK {
+    int k, units, whole;             // K-tiles per tile, units, tiles done whole (0 .. whole - 1)
+    long long shared;                // K-tiles shared out after the whole tiles
+    int t;                           // this unit's next whole tile
+    long long i, end;                // this unit's next shared K-tile, and the end of its range
+
+    __host__ __device__ StreamK(int tiles, int k_tiles, int units_, int unit, bool share) : k(k_tiles), units(units_)
+    {
+        const int rounds = tiles / units, left = tiles % units;
+        whole = !share || left == 0 ? tiles : (2 * left >= units ? rounds : (rounds > 1 ? rounds - 1 : 0)) * units;
+        shared = static_cast<long long>(tiles - whole) * k;
+        t = unit;
+        i = begin(unit);
+        end = begin(unit + 1);
+    }
+
+    // Where unit u's shared range begins (and unit u - 1's ends).
+    __host__ __device__ long long begin(int u) const { return shared * u / units; }
+
+    // The next portion, K-tiles [kb, ke) of tile `tile`; false once the unit is done.
+    __host__ __device__ bool next(int& tile, int& kb, int& ke)
+    {
+        if (t < whole) {
+            tile = t, kb = 0, ke = k;
+            t += units;
+            return true;
+        }
+        if (i >= end)
+            return false;
+        tile = whole + static_cast<int>(i / k);
+        kb = static_cast<int>(i % k);
+        ke = end - i < k - kb ? kb + static_cast<int>(end - i) : k;
+        i += ke - kb;
+        return true;
+    }
+
+    // The unit whose range holds K-tile kt of shared tile `tile` (the last unit that begins at or before it).
+    __host__ __device__ int holder(int tile, int kt) const
+    {
+        const long long x = static_cast<long long>(tile - whole) * k + kt;
+        int u = static_cast<int>(x * units / shared);
+        while (u + 1 < units && begin(u + 1) <= x)
+            ++u;
+        while (u > 0 && begin(u) > x)
+            --u;
+        return u;
+    }
+};
+// [/streamk_split]
+
+// [streamk_handoff]
+// The parts of a cut tile meet in C, added by the copy engine (store_d_tma<ADD>: cp.reduce.async.bulk.tensor .add,
+// FP32 sums in the L2), in a fixed order so that C is the same at every launch: the last part (the one holding
+// K-tile k - 1, the first thing its unit computes in its range) stores its sums as a whole tile would; every other
+// part waits for the part after it to be in C, then adds its own. A part that others wait for raises its flag once
+// the engine has written it. One thread per consumer warpgroup waits and raises, as it issues the stores. The flag
+// holds the launch's epoch rather than being reset: nothing to clear between launches.
+__device__ __forceinline__ void raise_when_stored(unsigned* flag, unsigned epoch)
+{
+    if (threadIdx.x % 128 != 0)
+        return;
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");      // the engine has written this part into C
+    asm volatile("fence.proxy.async.global;" ::: "memory");         // ... before the flag (other proxy) goes up
+    // An atomic exchange (its old value dropped), so that no thread stores (STG) to global memory.
+    asm volatile("{\n .reg .b32 old;\n atom.release.gpu.global.exch.b32 old, [%0], %1;\n}" ::"l"(flag), "r"(epoch) : "memory");
+}
+
+__device__ __forceinline__ void await_part(const unsigned* flag, unsigned epoch)
+{
+    if (threadIdx.x % 128 != 0)
+        return;
+    unsigned seen;
+    for (;;) {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(flag) : "memory");
+        if (seen == epoch)
+            break;
+        __nanosleep(32);
+    }
+    asm volatile("fence.proxy.async.global;" ::: "memory");         // the engine's adds come after what it saw
+}
+// [/streamk_handoff]
+
 // [gemm_ws]
 // The warp-specialised kernels: a ring of WS_STAGES tiles filled by the copy engine, one producer warpgroup and two
 // consumer warpgroups. Thread 0 (the producer) waits until a stage is empty, tells its full barrier how many bytes
@@ -332,7 +428,11 @@ __device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], uint64_t desc_a
 //               0: none, the copy engine stores C from shared memory (store_d_tma, through C's tensor map);
 //   CLUSTER     2: the blocks work in clusters of two on rows of tiles 2i and 2i + 1 of one column, and each block's
 //               copy engine fetches half of the shared B tile into both (multicast): half the B traffic from the
-//               L2. A stage is empty once the consumers of both blocks are done with it.
+//               L2. A stage is empty once the consumers of both blocks are done with it;
+//   STREAMK     (the last section of the chapter) the last round's K-tiles are shared out evenly between the units
+//               (StreamK), and the parts of a tile cut between units are added up in C by the copy engine.
+// Producer and consumers walk the same portions (StreamK: whole tiles, and with STREAMK parts of tiles), so the
+// ring's stages and phases agree.
 #define WS_BM 128
 #define WS_BN 256
 #define WS_BK 64
@@ -401,7 +501,7 @@ __device__ __forceinline__ void warpgroup_barrier(int id)
     asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
 }
 
-template <int REGS>
+template <int REGS, bool ADD = false>
 __device__ __forceinline__ void store_d_tma(const float (&d)[REGS], const CUtensorMap* c_map, unsigned char* buffers,
                                             int consumer, int row0, int col0)
 {
@@ -421,9 +521,14 @@ __device__ __forceinline__ void store_d_tma(const float (&d)[REGS], const CUtens
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the threads' stores, read by the engine next
         warpgroup_barrier(1 + consumer);
         if (issuer) {
-            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
-                         ::"l"(reinterpret_cast<uint64_t>(c_map)), "r"(col0 + 32 * j), "r"(row0), "r"(tma_smem(buf))
-                         : "memory");
+            if (ADD)                                                 // C += the box (FP32 sums, in the L2)
+                asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];"
+                             ::"l"(reinterpret_cast<uint64_t>(c_map)), "r"(col0 + 32 * j), "r"(row0), "r"(tma_smem(buf))
+                             : "memory");
+            else
+                asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                             ::"l"(reinterpret_cast<uint64_t>(c_map)), "r"(col0 + 32 * j), "r"(row0), "r"(tma_smem(buf))
+                             : "memory");
             asm volatile("cp.async.bulk.commit_group;" ::: "memory");
         }
     }
@@ -451,9 +556,10 @@ __device__ __forceinline__ int2 ws_tile(int t, int tiles_m, int tiles_n)
     return make_int2(first + in_group % rows, in_group / rows);
 }
 
-template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1>
+template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1, bool STREAMK = false>
 __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensorMap* bt_map, float* __restrict__ C,
-                                        int M, int N, int K, const CUtensorMap* c_map = nullptr)
+                                        int M, int N, int K, const CUtensorMap* c_map = nullptr,
+                                        unsigned* flags = nullptr, unsigned epoch = 0)
 {
     constexpr int A_STAGE = WS_BM * WS_BK * 2, B_STAGE = WS_BN * WS_BK * 2;
     extern __shared__ unsigned char ring_raw[];
@@ -462,14 +568,15 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
     unsigned char* b_tiles = base + WS_STAGES * A_STAGE;             // WS_STAGES tiles of 256 rows x 128 bytes
     __shared__ __align__(8) uint64_t full[WS_STAGES], empty[WS_STAGES];
     static_assert(CLUSTER == 1 || (CLUSTER == 2 && PERSISTENT), "clusters of two, in the persistent kernel only");
+    static_assert(!STREAMK || (PERSISTENT && STORE == 0), "stream-K: persistent, with the copy-engine epilogue");
     const int group = threadIdx.x / 128, k_tiles = (K + WS_BK - 1) / WS_BK;
     // With clusters the two blocks of a cluster take rows of tiles 2i and 2i + 1 of the same column: the work is
     // counted in such pairs (a pair past the last row computes zeros that it never stores).
     const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
     const int tiles_m = (M + WS_BM * CLUSTER - 1) / (WS_BM * CLUSTER), tiles_n = (N + WS_BN - 1) / WS_BN;
     const int tiles = tiles_m * tiles_n;
-    const int first = PERSISTENT ? blockIdx.x / CLUSTER : blockIdx.y * gridDim.x + blockIdx.x;
-    const int step = PERSISTENT ? gridDim.x / CLUSTER : tiles;
+    const int unit = PERSISTENT ? blockIdx.x / CLUSTER : blockIdx.y * gridDim.x + blockIdx.x;
+    const int units = PERSISTENT ? gridDim.x / CLUSTER : tiles;
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; ++s) {
             barrier_init_count(&full[s], 1);
@@ -484,14 +591,16 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
 
     // Both sides count the K-tiles they have passed over all of this block's tiles: stage it % WS_STAGES, and
     // it / WS_STAGES is how many times the ring went round (the parity of the phase to wait for).
+    StreamK walk(tiles, k_tiles, units, unit, STREAMK);
+    int t, kb, ke;
     if (group == 0) {                                                // the producer warpgroup
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0) {
             int it = 0;
-            for (int t = first; t < tiles; t += step) {
+            while (walk.next(t, kb, ke)) {
                 const int2 tile = ws_tile<PERSISTENT>(t, tiles_m, tiles_n);
                 const int m0 = (tile.x * CLUSTER + rank) * WS_BM, n0 = tile.y * WS_BN;
-                for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                for (int kt = kb; kt < ke; ++kt, ++it) {
                     const int s = it % WS_STAGES;
                     if (it >= WS_STAGES)                             // the consumers released the last round
                         barrier_wait(&empty[s], (it / WS_STAGES - 1) & 1);
@@ -512,13 +621,13 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
         const int c = group - 1;
         float d[128];
         int it = 0;
-        for (int t = first; t < tiles; t += step) {
+        while (walk.next(t, kb, ke)) {
             const int2 tile = ws_tile<PERSISTENT>(t, tiles_m, tiles_n);
             const int m0 = (tile.x * CLUSTER + rank) * WS_BM, n0 = tile.y * WS_BN;
 #pragma unroll
             for (int i = 0; i < 128; ++i)
                 d[i] = 0.0f;
-            for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+            for (int kt = kb; kt < ke; ++kt, ++it) {
                 const int s = it % WS_STAGES;
                 barrier_wait(&full[s], (it / WS_STAGES) & 1);
                 asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -529,7 +638,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
                 if (OVERLAP) {                                       // the tile before is done: hand its stage back
                     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-                    if (kt > 0 && threadIdx.x % 32 == 0)
+                    if (kt > kb && threadIdx.x % 32 == 0)
                         release<CLUSTER>(&empty[(it - 1) % WS_STAGES], rank);
                 } else {
                     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -539,7 +648,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
             }
             if (OVERLAP) {
                 asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-                if (k_tiles > 0 && threadIdx.x % 32 == 0)
+                if (ke > kb && threadIdx.x % 32 == 0)
                     release<CLUSTER>(&empty[(it - 1) % WS_STAGES], rank);
             }
             // The accumulators are final here: keep the compiler from moving the epilogue's reads of them above the
@@ -547,14 +656,20 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
 #pragma unroll
             for (int i = 0; i < 128; ++i)
                 asm volatile("" : "+f"(d[i])::"memory");
-            if (STORE == 0)
-                store_d_tma(d, c_map, b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES, c, m0 + 64 * c, n0);
+            unsigned char* buffers = b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES;
+            if (STREAMK && ke < k_tiles) {                           // a part with another after it: add, in order
+                await_part(flags + (walk.holder(t, ke) * CLUSTER + rank) * WS_CONSUMERS + c, epoch);
+                store_d_tma<128, true>(d, c_map, buffers, c, m0 + 64 * c, n0);
+            } else if (STORE == 0)
+                store_d_tma(d, c_map, buffers, c, m0 + 64 * c, n0);
             else if (STORE == 4)
                 store_d_quads(d, C, M, N, m0 + 64 * c, n0);
             else if (STORE == 2)
                 store_d_pairs(d, C, M, N, m0 + 64 * c, n0);
             else
                 store_d(d, C, M, N, m0 + 64 * c, n0);
+            if (STREAMK && kb > 0)                                   // a part that the one before it waits for
+                raise_when_stored(flags + blockIdx.x * WS_CONSUMERS + c, epoch);
         }
         if (STORE == 0 && threadIdx.x % 128 == 0)                    // every box has left before the block does
             asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
@@ -607,6 +722,16 @@ wgmma_gemm_tmastore_bf16(GEMM_TMA_STORE_PARAMS) { ws_gemm<true, true, 0, false, 
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
 wgmma_gemm_tmastore_f16(GEMM_TMA_STORE_PARAMS) { ws_gemm<true, true, 0, true, 2>(&a_map, &bt_map, C, M, N, K, &c_map); }
 // [/gemm_tma_store]
+
+// [gemm_streamk_entry]
+// Beside the ladder: the last step with its last round shared out (STREAMK). Two more parameters: the flags and the
+// launch's epoch (see streamk_handoff).
+#define GEMM_STREAMK_PARAMS GEMM_TMA_STORE_PARAMS, unsigned* __restrict__ flags, unsigned epoch
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
+wgmma_gemm_streamk_bf16(GEMM_STREAMK_PARAMS) { ws_gemm<true, true, 0, false, 2, true>(&a_map, &bt_map, C, M, N, K, &c_map, flags, epoch); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
+wgmma_gemm_streamk_f16(GEMM_STREAMK_PARAMS) { ws_gemm<true, true, 0, true, 2, true>(&a_map, &bt_map, C, M, N, K, &c_map, flags, epoch); }
+// [/gemm_streamk_entry]
 
 // [gemm_pingpong]
 // Ping-pong consumers. In ws_gemm both consumer warpgroups finish a 128 x 256 tile together and both store it while

@@ -175,17 +175,19 @@ def test_chapter_9_ladder_by_precision():
     assert registry.hopper_kernels("TF32") == {} and "hopper_pairs_f16" in registry.known()
 
 
-def test_the_ping_pong_kernel_stands_beside_the_ladder():
-    """Another schedule, not one more step: left out of the ladder, listed with alternatives, run by the bench."""
+def test_the_stream_k_and_ping_pong_kernels_stand_beside_the_ladder():
+    """Not one more step each: left out of the ladder, listed with alternatives, run by the bench."""
     from gemmlab import registry, tma
 
     for p in tma.PRECISIONS:
         ladder, every = registry.hopper_kernels(p), registry.hopper_kernels(p, alternatives=True)
         assert list(every)[:len(ladder)] == list(ladder)
-        assert [k.config for k in list(every.values())[len(ladder):]] == [tma.GEMM_PINGPONG]
+        assert [k.config for k in list(every.values())[len(ladder):]] == [tma.GEMM_STREAMK, tma.GEMM_PINGPONG]
         assert set(every) <= set(registry.by_precision(p))
     k = registry.known()["hopper_pingpong_bf16"]
     assert k.entry_point == "wgmma_gemm_pingpong_bf16" and k.config.c_map and k.config.cluster == 1
+    k = registry.known()["hopper_streamk_f16"]
+    assert k.entry_point == "wgmma_gemm_streamk_f16" and k.config.streamk and k.config.cluster == 2
 
 
 def test_every_entry_point_the_python_names_is_in_the_file():
@@ -193,10 +195,13 @@ def test_every_entry_point_the_python_names_is_in_the_file():
 
     from gemmlab import registry, tma
     text = (Path(__file__).parents[1] / "kernels" / tma.SOURCE).read_text()
-    defined = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\((?:GEMM_PARAMS|GEMM_TMA_STORE_PARAMS)\)", text))
-    takes_c_map = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\(GEMM_TMA_STORE_PARAMS\)", text))
+    defined = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\((?:GEMM_PARAMS|GEMM_TMA_STORE_PARAMS|GEMM_STREAMK_PARAMS)\)", text))
+    takes_c_map = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\((?:GEMM_TMA_STORE_PARAMS|GEMM_STREAMK_PARAMS)\)", text))
+    takes_flags = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\(GEMM_STREAMK_PARAMS\)", text))
     assert takes_c_map == {tma.hopper_kernel(c, precision=p).entry_point
                            for p in tma.PRECISIONS for c in tma.GEMMS if c.c_map}
+    assert takes_flags == {tma.hopper_kernel(c, precision=p).entry_point
+                           for p in tma.PRECISIONS for c in tma.GEMMS if c.streamk}
     named = {tma.hopper_kernel(c, precision=p).entry_point for p in tma.PRECISIONS for c in tma.GEMMS}
     assert named == defined
 
