@@ -151,7 +151,7 @@ class HopperGemm:
     padded to a multiple of 16 bytes (:func:`c_columns`)."""
     streamk: bool = False
     """True for the kernel whose last round is shared out (:mod:`gemmlab.streamk`), which then takes a flag per
-    consumer warpgroup of its grid and the launch's epoch too (:func:`_streamk_arguments`)."""
+    consumer warpgroup of its grid and the launch's epoch too (``_streamk_arguments``)."""
 
 
 GEMM_V0 = HopperGemm("wgmma_gemm_v0", 64, 128, 64, 128, 1024 + (64 + 128) * 64 * 2)
@@ -175,7 +175,7 @@ GEMM_TMA_STORE = replace(GEMM_CLUSTER, function="wgmma_gemm_tmastore", c_map=Tru
 """The same with the epilogue through the copy engine, using two buffers of one box per consumer warpgroup
 (``WGMMA_GEMM_TMA_STORE_SHARED``)."""
 GEMM_STREAMK = replace(GEMM_TMA_STORE, function="wgmma_gemm_streamk", streamk=True)
-"""The last step with a stream-K tail: the last round's K-tiles shared out evenly between the units, the parts of a
+"""The last step whose last round of tiles is shared out evenly along K between the units (stream-K), the parts of a
 cut tile added up in C by the copy engine (``STREAMK`` in ``ws_gemm``)."""
 GEMM_PINGPONG = replace(GEMM_PERSISTENT, function="wgmma_gemm_pingpong", BN=128, c_map=True,
                         shared=1024 + 6 * (128 + 128) * 64 * 2 + _STORE_BUFFERS)
