@@ -335,3 +335,34 @@ def check_swizzle(fn: Callable[[int], int], quiet: bool = False) -> bool:
     from . import hopper
     return _check_function(fn, lambda o: hopper.swizzled_offset(o, "128B"), list(range(16 * 1024)), "128-byte swizzle",
                            quiet)
+
+
+STREAMK_CASES = ([(t, k, g) for t in range(1, 31) for k in (1, 3, 64) for g in range(1, 21)]
+                 + [(256, 64, 66), (1024, 128, 66), (384, 32, 66), (64, 32, 64), (512, 64, 132), (100, 13, 61)])
+"""(tiles, K-tiles per tile, units) on which :func:`check_streamk_plan` compares a plan with the model's: every small
+case and chapter 9's sizes on an H200's 66 clusters."""
+
+
+def check_streamk_plan(fn: Callable[[int, int, int], list], quiet: bool = False) -> bool:
+    """Chapter 9's third exercise: ``fn(tiles, k_tiles, units)`` must give each unit's portions ``(tile, kb, ke)``, in
+    order, as :func:`gemmlab.streamk.plan` does, for every case of :data:`STREAMK_CASES`. True when it does; one
+    printed verdict naming the first difference."""
+    from . import streamk
+    if not callable(fn):
+        raise ExerciseError(f"give a function of (tiles, k_tiles, units), got {type(fn).__name__}")
+    say = (lambda *_: None) if quiet else print
+    for tiles, k, units in STREAMK_CASES:
+        where = f"{tiles} tiles of {k} K-tiles on {units} units"
+        try:
+            got = [[tuple(int(x) for x in p) for p in mine] for mine in fn(tiles, k, units)]
+        except Exception as exc:                  # the reader's function: report, do not crash the check
+            say(f"stream-K plan: your function raised {type(exc).__name__} ({exc}) for {where}")
+            return False
+        want = streamk.plan(tiles, k, units)
+        if got != want:
+            u = next(u for u in range(max(len(got), len(want))) if got[u:u + 1] != want[u:u + 1])
+            say(f"stream-K plan, {where}: unit {u} computes {got[u] if u < len(got) else 'nothing (no list)'}, "
+                f"the model {want[u] if u < len(want) else 'no such unit'}")
+            return False
+    say(f"stream-K plan: the model's portions for every one of {len(STREAMK_CASES):,} cases")
+    return True

@@ -230,6 +230,35 @@ def test_chapter_9_exercises_are_checked_on_the_cpu(capsys):
         exercises.check_swizzle(42)
 
 
+def test_chapter_9_stream_k_exercise_is_checked_on_the_cpu(capsys):
+    from gemmlab import exercises, streamk
+
+    def plan(tiles, k, units, ceil=False):       # a reader's plan; ceil=True cuts the ranges one K-tile off
+        rounds, left = divmod(tiles, units)
+        whole = tiles if left == 0 else (rounds if 2 * left >= units else max(rounds - 1, 0)) * units
+        shared, out = (tiles - whole) * k, []
+        cut = (lambda u: -(-shared * u // units)) if ceil else (lambda u: shared * u // units)
+        for u in range(units):
+            mine, i, end = [(t, 0, k) for t in range(u, whole, units)], cut(u), cut(u + 1)
+            while i < end:
+                kb = i % k
+                ke = min(k, kb + end - i)
+                mine.append((whole + i // k, kb, ke))
+                i += ke - kb
+            out.append(mine)
+        return out
+
+    assert exercises.check_streamk_plan(plan) and exercises.check_streamk_plan(streamk.plan, quiet=True)
+    assert "every one of" in capsys.readouterr().out
+    assert not exercises.check_streamk_plan(lambda t, k, g: plan(t, k, g, ceil=True))
+    assert "1 tiles of 1 K-tiles on 2 units: unit 0 computes [(0, 0, 1)], the model []" in capsys.readouterr().out
+    assert not exercises.check_streamk_plan(lambda t, k, g: streamk.plan(t, k, g, share=False), quiet=True)
+    assert not exercises.check_streamk_plan(lambda t, k, g: plan(t, k, g)[:-1], quiet=True)
+    assert not exercises.check_streamk_plan(lambda t, k, g: 1 // 0, quiet=True)
+    with pytest.raises(exercises.ExerciseError, match="tiles, k_tiles, units"):
+        exercises.check_streamk_plan("plan")
+
+
 def test_chapter_9_runs_to_the_end_on_a_gpu_that_is_not_a_hopper(monkeypatch, capsys):
     """Issue #18: on any other GPU the chapter executes without error, each GPU cell saying why in one sentence.
     Every code cell but the Colab setup runs here in one namespace with gemmlab.device answering as a T4."""
