@@ -5,6 +5,10 @@
 #   timeout 300 python3 drafts/09_tail_experiment.py --time
 #   ncu --clock-control none --section LaunchStats -k regex:"gemm|nvjet|sm90" python3 drafts/09_tail_experiment.py --cublas
 # (--cublas: one cuBLAS call per size, for the names, grids and shared memory of the kernels cuBLAS chooses.)
+# Next, for why stream-K loses at 4096^3 (the chapter's working explanation: L2 sharing lost in the shared round):
+#   ncu --clock-control none --metrics gpu__time_duration.sum,lts__t_sector_hit_rate.pct,dram__bytes_read.sum \
+#       -k regex:"wgmma_gemm_(tmastore|streamk)_bf16" python3 drafts/09_tail_experiment.py --once
+# (--once: the last step and its stream-K version launched once each at 4096^3.)
 import dataclasses, importlib.util, statistics, sys
 from pathlib import Path
 
@@ -68,8 +72,19 @@ def cublas_once():
         print(f"cuBLAS {M}x{N}x{K} done", flush=True)
 
 
+def once(M=4096, N=4096, K=4096):
+    A, B = verify.random_operands(M, N, K, seed=1)
+    for config in (tma.GEMM_TMA_STORE, tma.GEMM_STREAMK):
+        problem = tma.hopper_kernel(config).on_device(A, B)
+        problem.launch()
+        gpu.cuda().Context.synchronize()
+        print(config.function, "launched", flush=True)
+
+
 if __name__ == "__main__":
     gpu.cuda()
+    if "--once" in sys.argv:
+        once()
     if "--cublas" in sys.argv:
         cublas_once()
     if "--time" in sys.argv:
