@@ -85,11 +85,8 @@ class CompiledFile:
             gpu.driver_call("cuModuleGetFunction", ctypes.byref(fn), self._driver_module, name.encode())
             self._driver_functions[name] = fn
         fn = self._driver_functions[name]
-        # Raised once per size asked for, not per launch: each driver call here costs the launch microseconds.
-        if dynamic_shared > self._driver_shared.get(name, 0):
-            if limits.needs_shared_opt_in(self.resources(name).shared_bytes, dynamic_shared):
-                gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(dynamic_shared))
-            self._driver_shared[name] = dynamic_shared
+        self._opt_in(self._driver_shared, name, dynamic_shared,
+                     lambda: gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(dynamic_shared)))
         return fn
 
     def prepared(self, name: str, signature: str, dynamic_shared: int = 0):
@@ -106,12 +103,21 @@ class CompiledFile:
         """Let PyCUDA's function ``name`` launch with ``dynamic_shared`` bytes of dynamic shared memory: beyond the
         default 48 KiB per block it must opt in. Raised once per larger size, as :meth:`driver_function` does,
         because asking for the attributes and setting one at every launch costs each launch microseconds."""
-        if dynamic_shared <= self._shared.get(name, 0):
-            return
-        if limits.needs_shared_opt_in(self.resources(name).shared_bytes, dynamic_shared):
+        def set_limit():
             from pycuda.driver import function_attribute
             self.function(name).set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared)
-        self._shared[name] = dynamic_shared
+
+        self._opt_in(self._shared, name, dynamic_shared, set_limit)
+
+    def _opt_in(self, raised: dict, name: str, dynamic_shared: int, set_limit) -> None:
+        """Call ``set_limit`` where function ``name`` needs an opt-in for ``dynamic_shared`` bytes, once per larger
+        size (``raised`` remembers the largest asked for). The driver's and PyCUDA's handles of one function are
+        two ``CUfunction`` objects, each with its own limit, hence one record for each."""
+        if dynamic_shared <= raised.get(name, 0):
+            return
+        if limits.needs_shared_opt_in(self.resources(name).shared_bytes, dynamic_shared):
+            set_limit()
+        raised[name] = dynamic_shared
 
     def resources(self, name: str) -> Resources:
         """Registers, static shared memory and local memory the compiler gave function ``name``."""
