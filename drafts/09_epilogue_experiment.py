@@ -1,6 +1,7 @@
 # What the epilogue of chapter 9's last step (wgmma_gemm_tmastore_*) costs, and what did not help at 4096^3: variants
 # of ws_gemm generated from kernels/09_hopper.cu itself (no copy of the kernel is kept in the repository), timed
-# against cuBLAS with an interleaved, sustained timing. Findings: drafts/README.md. Run on a Hopper GPU:
+# against cuBLAS with an interleaved, sustained timing (gemmlab.timing.interleaved). Findings: drafts/README.md.
+# Run on a Hopper GPU:
 #   timeout 300 python3 drafts/09_epilogue_experiment.py [variant ...]
 # Variants (BF16, clusters of two, the copy-engine epilogue):
 #   base     ws_gemm as chapter 9 compiles it, from the generated file (must time like hopper_tmastore)
@@ -11,11 +12,9 @@
 #   mix_aa   every other box of 32 columns stored by the threads (8-byte stores, as the paired-stores step) instead of
 #            the copy engine, so that the engine has a box's time to read each buffer before it is needed again;
 #   mix_cc   two boxes by the engine, two by the threads, ...;  mix_88: every fourth box by the threads
-import re, statistics, sys, tempfile, time
+import re, sys, tempfile
 from dataclasses import replace
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -89,21 +88,6 @@ def variant_kernel(unit, name):
     return replace(tma.hopper_kernel(config), source=unit)
 
 
-def interleaved(fns, rounds=11, block_s=6e-3):
-    """Seconds per call of each function, timed in alternating blocks of back-to-back calls (at least ``block_s``
-    each, gemmlab's own timer) after 0.4 s of load, so that every function sees the same clocks (the GPU lowers
-    them under its power cap)."""
-    start = time.monotonic()
-    while time.monotonic() - start < 0.4:
-        for f in fns.values():
-            timing.time_gpu(f, warmup=0, repeat=1, min_seconds=0)
-    times = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, f in fns.items():
-            times[k].append(timing.time_gpu(f, warmup=0, repeat=1, min_seconds=block_s).median_s)
-    return times
-
-
 def main(names):
     gpu.cuda()
     cp = bench.cupy_or_none()
@@ -121,14 +105,13 @@ def main(names):
             A, B = verify.random_operands(M, N, K, seed=1)
             run, _ = precisions._cublas_call(cp, A, B, "BF16")
             problems = {n: k.on_device(A, B) for n, k in kernels.items()}
-            times = interleaved({"cuBLAS": run, **{n: p.launch for n, p in problems.items()}})
+            times = timing.interleaved({"cuBLAS": run, **{n: p.launch for n, p in problems.items()}})
             flops = 2.0 * M * N * K
-            print(f"{M}x{N}x{K}: cuBLAS {flops / statistics.median(times['cuBLAS']) / 1e12:.1f} TFLOP/s", flush=True)
+            print(f"{M}x{N}x{K}: cuBLAS {flops / times.median_s('cuBLAS') / 1e12:.1f} TFLOP/s", flush=True)
             for n in problems:
-                ratios = sorted(100 * c / t for c, t in zip(times["cuBLAS"], times[n]))
-                q = len(ratios) // 4
-                print(f"   {n:16s} {flops / statistics.median(times[n]) / 1e12:7.1f} TFLOP/s, of cuBLAS: median "
-                      f"{statistics.median(ratios):.1f}%, quartiles {ratios[q]:.1f}-{ratios[-q - 1]:.1f}", flush=True)
+                median, low, high = times.ratio(n, "cuBLAS")
+                print(f"   {n:16s} {flops / times.median_s(n) / 1e12:7.1f} TFLOP/s, of cuBLAS: median "
+                      f"{median:.1f}%, quartiles {low:.1f}-{high:.1f}", flush=True)
             del problems
 
 

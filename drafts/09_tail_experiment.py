@@ -1,6 +1,6 @@
 # Chapter 9 at 4096^3 and beyond: the last step (wgmma_gemm_tmastore_*) against its stream-K version
 # (wgmma_gemm_streamk_*, the last round shared out) and against itself on 128 SMs instead of 132, timed against
-# cuBLAS with the interleaved timing of 09_epilogue_experiment.py (both see the same clocks). Findings:
+# cuBLAS with the interleaved timing of gemmlab.timing.interleaved (both see the same clocks). Findings:
 # drafts/README.md. Run on a Hopper GPU:
 #   timeout 300 python3 drafts/09_tail_experiment.py --time
 #   ncu --clock-control none --section LaunchStats -k regex:"gemm|nvjet|sm90" python3 drafts/09_tail_experiment.py --cublas
@@ -9,21 +9,14 @@
 #   ncu --clock-control none --metrics gpu__time_duration.sum,lts__t_sector_hit_rate.pct,dram__bytes_read.sum \
 #       -k regex:"wgmma_gemm_(tmastore|streamk)_bf16" python3 drafts/09_tail_experiment.py --once
 # (--once: the last step and its stream-K version launched once each at 4096^3.)
-import dataclasses, importlib.util, statistics, sys
+import dataclasses, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import bench, gpu, precisions, streamk, tma, verify
+from gemmlab import bench, gpu, precisions, streamk, timing, tma, verify
 
 SIZES = ((4096,) * 3, (6144, 4096, 2048), (2048,) * 3, (8192,) * 3)
-
-
-def _interleaved():
-    spec = importlib.util.spec_from_file_location("d09_epilogue", Path(__file__).with_name("09_epilogue_experiment.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.interleaved
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +32,6 @@ def timings():
     cp = bench.cupy_or_none()
     if cp is None:
         sys.exit("needs CuPy for cuBLAS")
-    interleaved = _interleaved()
     last = tma.hopper_kernel(tma.GEMM_TMA_STORE)
     kernels = {"tmastore": last, "streamk": tma.hopper_kernel(tma.GEMM_STREAMK),
                "g128": FewerBlocks(**{f.name: getattr(last, f.name) for f in dataclasses.fields(last)})}
@@ -47,17 +39,16 @@ def timings():
         A, B = verify.random_operands(M, N, K, seed=1)
         run, c = precisions._cublas_call(cp, A, B, "BF16")
         problems = {n: k.on_device(A, B) for n, k in kernels.items()}
-        times = interleaved({"cuBLAS": run, **{n: p.launch for n, p in problems.items()}})
+        times = timing.interleaved({"cuBLAS": run, **{n: p.launch for n, p in problems.items()}})
         expected, flops = cp.asnumpy(c), 2.0 * M * N * K
         b = streamk.balance(M, N, K, last.grid(M, N)[0] // 2)
-        print(f"{M}x{N}x{K}: cuBLAS {flops / statistics.median(times['cuBLAS']) / 1e12:.1f} TFLOP/s; {b.tiles} pairs on "
+        print(f"{M}x{N}x{K}: cuBLAS {flops / times.median_s('cuBLAS') / 1e12:.1f} TFLOP/s; {b.tiles} pairs on "
               f"{b.units} clusters, busiest {b.whole_tiles_only} tiles, {b.shared:.2f} with the split", flush=True)
         for n, p in problems.items():
-            ratios = sorted(100 * a / b for a, b in zip(times["cuBLAS"], times[n]))
-            q = len(ratios) // 4
+            median, low, high = times.ratio(n, "cuBLAS")
             err = float(abs(p.result() - expected).max() / max(abs(expected).max(), 1e-30))
-            print(f"   {n:9s} {flops / statistics.median(times[n]) / 1e12:7.1f} TFLOP/s, of cuBLAS: median "
-                  f"{statistics.median(ratios):.1f}%, quartiles {ratios[q]:.1f}-{ratios[-q - 1]:.1f}; "
+            print(f"   {n:9s} {flops / times.median_s(n) / 1e12:7.1f} TFLOP/s, of cuBLAS: median "
+                  f"{median:.1f}%, quartiles {low:.1f}-{high:.1f}; "
                   f"max|C - cuBLAS|/max|C| {err:.1e} after all launches", flush=True)
         del problems
 

@@ -54,3 +54,50 @@ def time_gpu(run: Callable[[], object], warmup: int = 2, repeat: int = 10, min_s
     inner = min(max_inner, max(1, math.ceil(min_seconds / max(measure(1), 1e-7))))
     times = [measure(inner) for _ in range(repeat)]
     return Timing(statistics.median(times), min(times), repeat, inner)
+
+
+@dataclass(frozen=True)
+class Interleaved:
+    """What :func:`interleaved` measured: for each function, its seconds per call in each round."""
+
+    seconds: dict[str, list[float]]
+
+    def median_s(self, name: str) -> float:
+        """The median over the rounds of ``name``'s seconds per call."""
+        return statistics.median(self.seconds[name])
+
+    def ratio(self, name: str, reference: str) -> tuple[float, float, float]:
+        """``name``'s speed as a percentage of ``reference``'s, round by round (both saw the same clocks in a
+        round): the median and the lower and upper quartiles of the per-round percentages."""
+        pct = sorted(100.0 * r / t for r, t in zip(self.seconds[reference], self.seconds[name]))
+        q = len(pct) // 4
+        return statistics.median(pct), pct[q], pct[-q - 1]
+
+
+def interleaved(runs: dict[str, Callable[[], object]], rounds: int = 11, block_s: float = 6e-3, warm_s: float = 0.4,
+                timer: Callable[..., Timing] = time_gpu, clock: Callable[[], float] | None = None) -> Interleaved:
+    """Time several functions against each other so that they see the same clocks: after ``warm_s`` seconds of
+    load (every function in turn), ``rounds`` rounds in which each function runs for a block of at least
+    ``block_s`` seconds of back-to-back calls (:func:`time_gpu`), one after the other.
+
+    Why: under its power cap a GPU lowers its clock within a burst of work (on the H200 here the SM clock, 1,980
+    MHz when idle, fell to 1,470-1,545 MHz at the start of bursts of GEMMs), so a function timed alone, before or
+    after another, may see other clocks: short timings taken one after the other spread by up to 15% on one
+    machine, where the per-round ratios of interleaved blocks repeat to about 1% (``drafts/README.md``).
+    ``timer`` and ``clock`` are for the tests."""
+    if not runs:
+        raise ValueError("interleaved needs at least one function to time")
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
+    if clock is None:
+        import time
+        clock = time.monotonic
+    start = clock()
+    while clock() - start < warm_s:
+        for run in runs.values():
+            timer(run, warmup=0, repeat=1, min_seconds=0)
+    seconds = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            seconds[name].append(timer(run, warmup=0, repeat=1, min_seconds=block_s).median_s)
+    return Interleaved(seconds)

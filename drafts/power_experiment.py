@@ -1,0 +1,171 @@
+# Does the H200's power cap, not its clock, set the speed of chapters 8 and 9's kernels? Each kernel runs alone, back
+# to back, for SECONDS seconds while nvidia-smi samples the SM clock and the board's power every 50 ms. Per kernel:
+# TFLOP/s, mean SM clock and power over the steady part (after the first 1.5 s: nvidia-smi's power.draw is an
+# average over about a second on recent drivers), FLOP per SM clock cycle and FLOP per joule, and the clock-event
+# reasons seen (SW power cap, thermal ...).
+#
+# Why: the interleaved timings of drafts/README.md saw the clock fall from 1,980 MHz to about 1,500 under load. If
+# kernels that do the same work run at different clocks, then FLOP per joule decides their speed, not FLOP per
+# cycle, and two open questions read differently:
+#   - chapter 9, stream-K at 4096^3 (it balances the last round, which a time model says saves 2.7%, yet loses about
+#     5 points): idle SMs in an unbalanced tail leave power to the busy ones, which then clock higher;
+#   - chapter 8, the best mma.sync kernel at 71% of the probe: the probe moves no memory, so it may hold a higher
+#     clock than any kernel that does; its FLOP per cycle says how far the kernel is from it at equal clocks.
+# Run on the GPU (about 70 s):   timeout 280 python3 drafts/power_experiment.py [--seconds 4]
+import argparse, datetime, statistics, subprocess, sys, threading, time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SIZES = (4096, 8192)
+KERNELS = ("hopper_tmastore_bf16", "hopper_streamk_bf16", "hopper_pingpong_bf16", "tc_wide_bf16")
+STEADY_AFTER_S = 1.5
+# nvidia-smi's clock-event reasons (bits of clocks_event_reasons.active; older drivers: clocks_throttle_reasons).
+REASONS = {0x1: "idle", 0x2: "app clocks", 0x4: "SW power cap", 0x8: "HW slowdown", 0x10: "sync boost",
+           0x20: "SW thermal", 0x40: "HW thermal", 0x80: "HW power brake", 0x100: "display clocks"}
+
+
+def reasons_field() -> str:
+    """The name this driver gives the clock-event reasons (renamed from 'throttle' in newer drivers)."""
+    listing = subprocess.run(["nvidia-smi", "--help-query-gpu"], capture_output=True, text=True).stdout
+    return "clocks_event_reasons.active" if "clocks_event_reasons.active" in listing else "clocks_throttle_reasons.active"
+
+
+def power_field() -> str:
+    listing = subprocess.run(["nvidia-smi", "--help-query-gpu"], capture_output=True, text=True).stdout
+    return "power.draw.instant" if "power.draw.instant" in listing else "power.draw"
+
+
+class Sampler:
+    """nvidia-smi in the background: (host time, SM MHz, watts, reasons bitmask) every 50 ms."""
+
+    def __init__(self):
+        fields = f"timestamp,clocks.sm,{power_field()},{reasons_field()}"
+        self.fields = fields
+        self.proc = subprocess.Popen(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits",
+                                      "-lms", "50"], stdout=subprocess.PIPE, text=True)
+        self.samples = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            parsed = parse_sample(line)
+            if parsed:
+                self.samples.append(parsed)
+
+    def between(self, t0: float, t1: float):
+        return [s for s in self.samples if t0 <= s[0] <= t1]
+
+    def stop(self):
+        self.proc.terminate()
+
+
+def parse_sample(line: str):
+    """'2026/12/01 20:07:05.123, 1980, 512.34, 0x0000000000000004' -> (epoch seconds, 1980.0, 512.34, 4)."""
+    parts = [p.strip() for p in line.split(",")]
+    if len(parts) != 4:
+        return None
+    try:
+        stamp = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+        return stamp, float(parts[1]), float(parts[2]), int(parts[3], 16)
+    except ValueError:
+        return None
+
+
+def sustained(run, seconds: float):
+    """Launch ``run`` back to back for ``seconds``; returns (start, end, [(batch end time, seconds per call)])."""
+    from gemmlab import gpu
+    drv = gpu.cuda()
+    start, end = drv.Event(), drv.Event()
+    run()
+    drv.Context.synchronize()
+    batches, n = [], 1
+    t_start = time.time()
+    while time.time() - t_start < seconds:
+        start.record()
+        for _ in range(n):
+            run()
+        end.record()
+        end.synchronize()
+        dt = end.time_since(start) * 1e-3 / n
+        batches.append((time.time(), dt))
+        n = max(1, min(2000, int(0.05 / max(dt, 1e-7))))  # batches of about 50 ms
+    return t_start, time.time(), batches
+
+
+def report(name, flops, t0, t1, batches, sampler):
+    steady = [dt for t, dt in batches if t >= t0 + STEADY_AFTER_S]
+    samples = sampler.between(t0 + STEADY_AFTER_S, t1)
+    if not steady or not samples:
+        print(f"{name:28s} too short to read (batches {len(steady)}, samples {len(samples)})", flush=True)
+        return
+    per_call = statistics.median(steady)
+    mhz = statistics.mean(s[1] for s in samples)
+    watts = statistics.mean(s[2] for s in samples)
+    seen = 0
+    for s in samples:
+        seen |= s[3]
+    why = ", ".join(v for k, v in REASONS.items() if seen & k) or "none"
+    rate = flops / per_call
+    print(f"{name:28s} {rate / 1e12:7.1f} TFLOP/s  {mhz:6.0f} MHz  {watts:6.1f} W  "
+          f"{rate / (mhz * 1e6) / 1e3:7.1f} kFLOP/cycle  {rate / watts / 1e9:6.2f} GFLOP/J  reasons: {why}", flush=True)
+
+
+def main(seconds: float):
+    from gemmlab import bench, compile_units, compiler, device, gpu, precisions, probes, registry, verify
+    gpu.cuda()
+    cp = bench.cupy_or_none()
+    if cp is None:
+        sys.exit("needs CuPy for cuBLAS")
+    spec = device.current()
+    info = subprocess.run(["nvidia-smi", "--query-gpu=name,power.limit,enforced.power.limit,clocks.max.sm",
+                           "--format=csv"], capture_output=True, text=True).stdout
+    print(info.strip(), flush=True)
+    sampler = Sampler()
+    print("sampling", sampler.fields, flush=True)
+    time.sleep(1.0)
+    idle = sampler.between(time.time() - 1.0, time.time())
+    if idle:
+        print(f"idle: {statistics.mean(s[1] for s in idle):.0f} MHz, {statistics.mean(s[2] for s in idle):.1f} W", flush=True)
+
+    # The mma.sync probe of chapter 8 (bf16 m16n8k16): no memory traffic at all.
+    compiled = compiler.load(probes.MMA_PROBES)
+    fn = compiled.function("mma_ceiling_m16n8k16_bf16")
+    threads, iters = 256, 4096
+    grid = probes.probe_grid(threads, spec, waves=2)
+    from pycuda import gpuarray
+    out = gpuarray.zeros(grid[0] * threads, np.float32)
+    flops = grid[0] * threads // 32 * iters * compile_units.MMA_CHAINS * 2 * 16 * 8 * 16
+    t0, t1, b = sustained(lambda: fn(out.gpudata, np.int32(iters), block=(threads, 1, 1), grid=grid), seconds)
+    report("mma.sync probe (bf16)", flops, t0, t1, b, sampler)
+    time.sleep(1.0)
+
+    for n in SIZES:
+        A, B = verify.random_operands(n, n, n, seed=1)
+        run, _ = precisions._cublas_call(cp, A, B, "BF16")
+        flops = 2.0 * n ** 3
+        t0, t1, b = sustained(run, seconds)
+        report(f"cuBLAS BF16 {n}^3", flops, t0, t1, b, sampler)
+        time.sleep(1.0)
+        for name in KERNELS:
+            kernel = registry.lookup(name)
+            reason = kernel.unavailable_on(spec) if hasattr(kernel, "unavailable_on") else None
+            if reason:
+                print(reason, flush=True)
+                continue
+            problem = kernel.on_device(A, B)
+            t0, t1, b = sustained(problem.launch, seconds)
+            report(f"{name} {n}^3", flops, t0, t1, b, sampler)
+            del problem
+            time.sleep(1.0)
+    sampler.stop()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=4.0, help="how long each kernel runs (default 4)")
+    main(parser.parse_args().seconds)
