@@ -54,10 +54,15 @@ class TcConfig:
     def threads(self) -> int:
         return 32 * (self.BM // self.WM) * (self.BN // self.WN)
 
-    def shared_bytes(self, precision: str = "FP16") -> int:
-        """The dynamic shared memory a block asks for, in bytes: STAGES tiles of A (BM x BK) and of B (BK x BN),
-        at :data:`ELEMENT_BYTES` an element."""
-        return self.STAGES * ELEMENT_BYTES[precision] * (self.BM * self.BK + self.BK * self.BN)
+    def ring(self, capability: tuple[int, int] = (8, 0)) -> int:
+        """The tiles the kernel's ring holds when compiled for compute capability ``capability``: ``STAGES`` from
+        sm_80 on; 2 before it, where there is no ``cp.async`` and the kernel copies synchronously (its ``RING``)."""
+        return self.STAGES if tuple(capability) >= (8, 0) else 2
+
+    def shared_bytes(self, precision: str = "FP16", capability: tuple[int, int] = (8, 0)) -> int:
+        """The dynamic shared memory a block asks for, in bytes, when compiled for ``capability``: :meth:`ring` tiles
+        of A (BM x BK) and of B (BK x BN), at :data:`ELEMENT_BYTES` an element."""
+        return self.ring(capability) * ELEMENT_BYTES[precision] * (self.BM * self.BK + self.BK * self.BN)
 
     def problems(self) -> list[str]:
         """What the template's ``static_assert`` lines would refuse, said before compiling anything."""

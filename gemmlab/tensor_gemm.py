@@ -127,6 +127,9 @@ class TensorGemmKernel(GemmKernel):
 
     precision: str = "FP16"
     dynamic_shared: int = 0
+    shared_before_sm80: int | None = None
+    """The dynamic shared memory where the kernel is compiled for an architecture older than sm_80 (a shorter ring
+    of tiles there); None: ``dynamic_shared`` everywhere."""
 
     @property
     def entry_point(self) -> str:
@@ -139,6 +142,12 @@ class TensorGemmKernel(GemmKernel):
     def input_precision(self) -> str:
         return self.precision
 
+    def shared_for(self, capability: tuple[int, int]) -> int:
+        """The dynamic shared memory a block asks for where the kernel is compiled for ``capability``."""
+        if self.shared_before_sm80 is not None and tuple(capability) < (8, 0):
+            return self.shared_before_sm80
+        return self.dynamic_shared
+
     def reference(self, A: np.ndarray, B: np.ndarray) -> verify.Reference:
         """A·B of the inputs rounded to this kernel's format (:func:`reference`)."""
         return reference(A, B, self.precision)
@@ -148,32 +157,32 @@ class TensorGemmKernel(GemmKernel):
         if not supports(self.precision, spec.compute_capability):
             return (f"{self.name}: the {spec.name} has no {self.precision} tensor-core instruction "
                     f"(compute capability {MIN_CAPABILITY[self.precision][0]}.{MIN_CAPABILITY[self.precision][1]} or newer).")
-        if self.dynamic_shared > spec.shared_per_block_optin:
-            return (f"{self.name}: needs {self.dynamic_shared:,} bytes of shared memory per block; the {spec.name} "
+        shared = self.shared_for(spec.compute_capability)
+        if shared > spec.shared_per_block_optin:
+            return (f"{self.name}: needs {shared:,} bytes of shared memory per block; the {spec.name} "
                     f"allows {spec.shared_per_block_optin:,}.")
         return None
 
     def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
-        if not supports(self.precision, spec.compute_capability):
-            raise RuntimeError(f"{self.name}: {spec.name} (compute capability {spec.compute_capability[0]}."
-                               f"{spec.compute_capability[1]}) has no {self.precision} tensor-core instruction; "
-                               "FP16 needs 7.5, BF16 and TF32 8.0")
+        """M, N, K of a product this kernel can compute on ``spec``; a clear error otherwise: RuntimeError where
+        the GPU lacks the instruction, ValueError for anything else (:meth:`unavailable_on` says why)."""
+        why = self.unavailable_on(spec)
+        if why and not supports(self.precision, spec.compute_capability):
+            raise RuntimeError(why)
         if extra_shared:
             raise ValueError(f"{self.name}: extra shared memory is for chapter 5's kernels, not the tensor-core ones")
-        M, N, K = checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
-        if self.dynamic_shared > spec.shared_per_block_optin:
-            raise ValueError(f"{self.name} needs {self.dynamic_shared:,} bytes of shared memory per block; "
-                             f"{spec.name} allows {spec.shared_per_block_optin:,}")
-        return M, N, K
+        if why:
+            raise ValueError(why)
+        return checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
 
     def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
         compiled = self.compiled()
         if not supports(self.precision, _capability(compiled.arch)):
             raise RuntimeError(f"{self.name}: compiled for {compiled.arch}, which has no {self.precision} tensor-core "
                                "instruction (GEMMLAB_ARCH names an older architecture than BF16 and TF32 need, 8.0)")
-        fn = compiled.prepared(self.entry_point, "PPPiii", self.dynamic_shared)
-        fn.prepared_call(self.grid(M, N), self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K,
-                         shared_size=self.dynamic_shared)
+        shared = self.shared_for(_capability(compiled.arch))
+        fn = compiled.prepared(self.entry_point, "PPPiii", shared)
+        fn.prepared_call(self.grid(M, N), self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K, shared_size=shared)
 
     def on_device(self, A: np.ndarray, B: np.ndarray, extra_shared: int = 0) -> DeviceProblem:
         gpu.cuda()
@@ -205,4 +214,5 @@ def mma_kernel(config: TcConfig, precision: str = "FP16", name: str | None = Non
         raise ValueError(f"{config.function} is compiled for {', '.join(config.precisions)} inputs, not {precision}")
     return TensorGemmKernel(name or f"{config.function}_{PRECISIONS[precision]}", 8, SOURCE, config.function,
                             (config.threads, 1, 1), (config.BM, config.BN), "mma.sync + ldmatrix", precision=precision,
-                            dynamic_shared=config.shared_bytes(precision))
+                            dynamic_shared=config.shared_bytes(precision),
+                            shared_before_sm80=config.shared_bytes(precision, (7, 5)))

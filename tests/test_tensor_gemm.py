@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from gemmlab import compile_units, device, mma, tc_configs, tensor_gemm, verify
+from gemmlab import compile_units, device, mma, provenance, tc_configs, tensor_gemm, verify
 from gemmlab.tc_configs import CONFIGS, TcConfig
 
 
@@ -50,6 +50,7 @@ def test_bad_configurations_are_refused_before_compiling(bad, why):
 def test_shared_memory_of_each_configuration():
     c = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf")
     assert c.shared_bytes() == 4 * 2 * (128 * 32 + 32 * 256) == 98_304 and c.threads == 256
+    assert c.ring((7, 5)) == 2 and c.ring((9, 0)) == 4 and c.shared_bytes("FP16", (7, 5)) == 49_152
     assert c.shared_bytes("TF32") == 2 * c.shared_bytes("BF16")
     assert max(c.shared_bytes(p) for c in CONFIGS for p in c.precisions) <= device.H200.shared_per_block_optin
 
@@ -119,9 +120,12 @@ def test_a_t4_is_refused_bf16_and_the_large_tiles_with_a_reason():
     A, B = verify.random_operands(64, 64, 64)
     with pytest.raises(RuntimeError, match="no BF16 tensor-core instruction"):
         tensor_gemm.wmma_kernel("BF16").check(A, B, device.T4, 1 << 34)
-    big = tensor_gemm.mma_kernel(tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf"))
+    # The best kernel's four stages are two on sm_75 (no cp.async): 48 KiB, which a T4 allows; 64-deep tiles do not fit.
+    best = tensor_gemm.mma_kernel(tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf"))
+    assert best.unavailable_on(device.T4) is None and best.check(A, B, device.T4, 1 << 34) == (64, 64, 64)
+    deep = tensor_gemm.mma_kernel(tc_configs.config("tc_mma_128x256x64_64x64_s3_swz_async_pf"))
     with pytest.raises(ValueError, match="98,304 bytes of shared memory"):
-        big.check(A, B, device.T4, 1 << 34)
+        deep.check(A, B, device.T4, 1 << 34)
     assert tensor_gemm.mma_kernel(CONFIGS[3]).check(A, B, device.T4, 1 << 34) == (64, 64, 64)
     with pytest.raises(ValueError, match="FP16, BF16"):
         tensor_gemm.mma_kernel(CONFIGS[0], "FP8")
@@ -231,3 +235,16 @@ def test_a_pycuda_kernel_s_shared_memory_limit_is_raised_once_per_size(monkeypat
     assert raised == [("max", 163_840)]
     compiled.prepared("mma_gemm_fp16", "PPPiii", 200_000)
     assert raised == [("max", 163_840), ("max", 200_000)]
+
+
+def test_the_shared_memory_asked_for_is_the_ring_compiled_for_the_target():
+    """The kernel's ring is STAGES tiles from sm_80 on and 2 on sm_75 (RING in 08_tensor_core.cu): a launch asks for
+    what the compiled ring uses, so a T4 (and GEMMLAB_ARCH=compute_75) runs the 4-stage configurations too."""
+    for c in CONFIGS:
+        for p in c.precisions:
+            k = tensor_gemm.mma_kernel(c, p)
+            assert k.shared_for((9, 0)) == k.dynamic_shared == c.shared_bytes(p)
+            assert k.shared_for((7, 5)) == c.shared_bytes(p, (7, 5)) == 2 * c.shared_bytes(p) // c.STAGES
+    assert tensor_gemm.wmma_kernel().shared_for((7, 5)) == 0
+    source = (provenance.KERNELS_DIR / tc_configs.SOURCE).read_text()
+    assert "constexpr int RING = STAGES;" in source and "constexpr int RING = 2;" in source

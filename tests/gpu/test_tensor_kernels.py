@@ -18,8 +18,8 @@ def kernels():
 
 def runnable(k) -> bool:
     spec = device.current()
-    fits = getattr(k, "dynamic_shared", 0) <= spec.shared_per_block_optin
-    return fits and tensor_gemm.supports(k.precision, tensor_gemm._capability(compiler.target()))
+    target = tensor_gemm._capability(compiler.target())
+    return k.shared_for(target) <= spec.shared_per_block_optin and tensor_gemm.supports(k.precision, target)
 
 
 @pytest.mark.parametrize("kernel", kernels(), ids=lambda k: k.name)
