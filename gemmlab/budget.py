@@ -2,7 +2,7 @@
 
 The chapters were executed on an H200. A cell's time on another GPU is estimated from its time on
 the H200 (stored in the notebook's execution metadata) and the ratio of the two GPUs' FP32 peaks
-(:func:`slowdown`: about 8.3 for a T4): the GEMMs that dominate the long cells are compute-bound.
+(:func:`slowdown`: about 8.2 for a T4): the GEMMs that dominate the long cells are compute-bound.
 Cells whose estimate would exceed :data:`BUDGET_S` shrink their problem on slower GPUs with
 :func:`fit_square` or :func:`fit_sizes`; a cell that only compiles (tagged ``budget-compile``) is
 bound by the CPU instead, and gets :data:`COMPILE_SLOWDOWN`. A CPU test checks every stored cell

@@ -15,6 +15,11 @@ CONSTRUCTS = {
     "fmaf(": "`fmaf`", "volatile": "`volatile`", "constexpr": "`constexpr`, `static_assert`",
     "static_assert": "`constexpr`, `static_assert`", "__ldg": "`__ldg`", "__CUDA_ARCH__": "`__CUDA_ARCH__`",
     "cp.async": "`cp.async`", "__align__": "`__align__`", "mma.sync": "`mma.sync`", "ldmatrix": "`ldmatrix`",
+    "asm volatile": "`asm volatile`", "__cvta_generic_to_shared": "`__cvta_generic_to_shared`", "wmma::": "`wmma::`",
+    "__grid_constant__": "`__grid_constant__`", "__cluster_dims__": "`__cluster_dims__`", "__nanosleep": "`__nanosleep`",
+    "__shfl_xor_sync": "`__shfl_xor_sync`", "cp.async.bulk.tensor": "`cp.async.bulk.tensor`", "mbarrier.": "`mbarrier`",
+    "wgmma.mma_async": "`wgmma.mma_async`", "setmaxnreg": "`setmaxnreg`", "fence.proxy.async": "`fence.proxy.async`",
+    "cp.reduce.async.bulk": "`cp.reduce.async.bulk`",
 }
 
 
