@@ -173,14 +173,29 @@ def thread_map(M: int, N: int, T: int = 32, highlight: tuple[int, int] | None = 
     return fig
 
 
+def spread(targets: list[float], gap: float) -> list[float]:
+    """Positions for labels that belong at ``targets``: as close to them as possible (least squares), in the
+    same order, and at least ``gap`` apart. Labels that would overlap form a run, centred on its targets."""
+    runs = []                                           # [indices from the lowest target up, first position]
+    for i in sorted(range(len(targets)), key=lambda i: targets[i]):
+        runs.append([[i], targets[i]])
+        while len(runs) > 1 and runs[-2][1] + len(runs[-2][0]) * gap > runs[-1][1]:
+            merged = runs[-2][0] + runs[-1][0]
+            runs[-2:] = [[merged, sum(targets[j] - k * gap for k, j in enumerate(merged)) / len(merged)]]
+    out = [0.0] * len(targets)
+    for members, first in runs:
+        for k, j in enumerate(members):
+            out[j] = first + k * gap
+    return out
+
+
 def speed_sweep(sizes, series: dict[str, list[float]], title: str, ylabel: str = "TFLOP/s",
                 hline: tuple[str, float] | None = None):
     """One line per kernel: a measured rate (already in display units) against the matrix size; each
-    line has its own marker shape and its name at its right end."""
+    line has its own marker shape and its name at its right end, moved up or down where names would overlap."""
     fig, ax = new(height=4.6)
     for (name, ys), color, marker in zip(series.items(), PALETTE, MARKERS):
         ax.plot(sizes, ys, "-", marker=marker, color=color, label=name)
-        ax.annotate(name, (sizes[-1], ys[-1]), textcoords="offset points", xytext=(8, 0), va="center", color=color)
     if hline:
         ax.axhline(hline[1], color=MUTED, ls="--", lw=1, label=hline[0])
     ax.set_xscale("log", base=2)
@@ -191,6 +206,12 @@ def speed_sweep(sizes, series: dict[str, list[float]], title: str, ylabel: str =
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best")
+    # The names at the line ends, in points above the axes' bottom once the layout is final, at least a line apart.
+    fig.canvas.draw()
+    points = ax.transData.transform([(sizes[-1], ys[-1]) for ys in series.values()])[:, 1] * 72 / fig.dpi
+    placed = spread(list(points), 1.25 * FONT_PT)
+    for (name, ys), color, at, y in zip(series.items(), PALETTE, placed, points):
+        ax.annotate(name, (sizes[-1], ys[-1]), textcoords="offset points", xytext=(8, at - y), va="center", color=color)
     return fig
 
 

@@ -209,3 +209,30 @@ def test_the_swizzle_figure_is_the_model():
     cells = [int(t.get_text()) for t in fig.axes[0].texts]
     assert cells == [s ^ r for r in range(8) for s in range(8)]
     plt.close(fig)
+
+
+def test_spread_keeps_order_and_gap_as_close_as_it_can():
+    assert figures.spread([0.0, 5.0], 1.0) == [0.0, 5.0]                       # far apart: where they belong
+    assert figures.spread([0.0, 0.0, 0.0], 1.0) == [-1.0, 0.0, 1.0]            # a run centred on its targets
+    placed = figures.spread([3.0, 1.0, 1.2, 8.0], 1.0)
+    assert placed[3] == 8.0 and placed[1] < placed[2] < placed[0]
+    assert min(b - a for a, b in zip(sorted(placed), sorted(placed)[1:])) >= 1.0 - 1e-9
+
+
+def test_line_end_names_do_not_overlap():
+    """Chapter 2's sweep, where four kernels end within 3.3 TFLOP/s of each other on a 50 TFLOP/s axis."""
+    import matplotlib.pyplot as plt
+
+    series = {"naive": [1.8, 5.9, 6.5, 6.6, 5.9], "tiled8": [2.3, 4.5, 4.9, 5.1, 5.1],
+              "tiled16": [2.0, 6.9, 7.8, 8.2, 8.1], "tiled32": [1.7, 7.8, 8.7, 9.0, 8.4],
+              "cuBLAS": [1.6, 8.6, 38.1, 50.5, 51.4]}
+    fig = figures.speed_sweep([256, 512, 1024, 2048, 4096], series, "Sizes")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    names = [t for t in fig.axes[0].texts if t.get_text() in series]
+    boxes = [t.get_window_extent(renderer) for t in names]
+    assert len(boxes) == len(series)
+    overlapping = [(a.get_text(), b.get_text()) for i, (a, ba) in enumerate(zip(names, boxes))
+                   for b, bb in zip(names[i + 1:], boxes[i + 1:]) if ba.overlaps(bb)]
+    plt.close(fig)
+    assert not overlapping
