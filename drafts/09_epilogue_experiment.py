@@ -12,6 +12,9 @@
 #   mix_aa   every other box of 32 columns stored by the threads (8-byte stores, as the paired-stores step) instead of
 #            the copy engine, so that the engine has a box's time to read each buffer before it is needed again;
 #   mix_cc   two boxes by the engine, two by the threads, ...;  mix_88: every fourth box by the threads
+#   warp     each warp stores its own 16 rows in boxes of 16 x 32 through two 2 KiB buffers of its own, with no
+#            barrier but __syncwarp: the same 32 KiB, but 8 boxes in flight per consumer instead of 2, and none of
+#            the 16 warpgroup barriers per tile (C's tensor map in boxes of 16 rows, HopperGemm.c_box_rows)
 import re, sys, tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -21,11 +24,45 @@ sys.path.insert(0, str(ROOT))
 from gemmlab import bench, compile_units, gpu, precisions, tensor_gemm, timing, tma, verify
 
 # name: (stages, buffers per consumer, issue the stores, consumer 1's delay in ns, evict-first hint, boxes the threads
-# store themselves: bit j for box j)
-VARIANTS = {"base": (4, 2, True, 0, False, 0), "nostore": (4, 2, False, 0, False, 0), "s3b4": (3, 4, True, 0, False, 0),
-            "s2b8": (2, 8, True, 0, False, 0), "d175": (4, 2, True, 175, False, 0), "ef": (4, 2, True, 0, True, 0),
-            "mix_aa": (4, 2, True, 0, False, 0xAA), "mix_cc": (4, 2, True, 0, False, 0xCC),
-            "mix_88": (4, 2, True, 0, False, 0x88)}
+# store themselves: bit j for box j, each warp its own boxes)
+VARIANTS = {"base": (4, 2, True, 0, False, 0, False), "nostore": (4, 2, False, 0, False, 0, False),
+            "s3b4": (3, 4, True, 0, False, 0, False), "s2b8": (2, 8, True, 0, False, 0, False),
+            "d175": (4, 2, True, 175, False, 0, False), "ef": (4, 2, True, 0, True, 0, False),
+            "mix_aa": (4, 2, True, 0, False, 0xAA, False), "mix_cc": (4, 2, True, 0, False, 0xCC, False),
+            "mix_88": (4, 2, True, 0, False, 0x88, False), "warp": (4, 2, True, 0, False, 0, True)}
+WARP_BOX_ROWS = 16
+
+# The per-warp epilogue (variant "warp"): warp w of a consumer holds rows 16w .. 16w + 15 of its 64 (wgmma's layout),
+# so it can store them alone. Two 2 KiB buffers per warp, 1 KiB-aligned (the 128-byte swizzle's atom).
+STORE_PER_WARP = r"""
+template <int REGS>
+__device__ __forceinline__ void store_d_tma_w(const float (&d)[REGS], const CUtensorMap* c_map, unsigned char* buffers,
+                                              int row0, int col0)
+{
+    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+    unsigned char* mine = buffers + warp * 2 * 2048;
+#pragma unroll
+    for (int j = 0; j < REGS / 16; ++j) {
+        unsigned char* buf = mine + (j % 2) * 2048;
+        if (lane == 0)                                              // this warp's store before last has been read
+            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        __syncwarp();
+#pragma unroll
+        for (int i = 16 * j; i < 16 * j + 16; i += 2) {
+            const int r = lane / 4 + 8 * (i % 4 / 2), col = 8 * (i / 4 - 4 * j) + 2 * (lane % 4);
+            *reinterpret_cast<float2*>(buf + r * 128 + (((col / 4) ^ (r % 8)) * 16) + (col % 4) * 4) = make_float2(d[i], d[i + 1]);
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncwarp();
+        if (lane == 0) {
+            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                         ::"l"(reinterpret_cast<uint64_t>(c_map)), "r"(col0 + 32 * j), "r"(row0 + 16 * warp), "r"(tma_smem(buf))
+                         : "memory");
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        }
+    }
+}
+"""
 STAGE_BYTES, BOX_BYTES = (128 + 256) * 64 * 2, tma.C_BOX[0] * tma.C_BOX[1] * 4
 
 
@@ -38,13 +75,15 @@ def generated_source() -> str:
     store = text[text.index("template <int REGS, bool ADD = false>\n__device__ __forceinline__ void store_d_tma("):text.index("// [/store_d_tma]")]
     edits = [
         (gemm, "template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1, bool STREAMK = false>\n__device__ __forceinline__ void ws_gemm(",
-         "template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER, int STAGES_, int NBUF, bool ISSUE, int DELAY, bool EF, int DIRECT, bool STREAMK = false>\n"
+         "template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER, int STAGES_, int NBUF, bool ISSUE, int DELAY, bool EF, int DIRECT, bool PER_WARP, bool STREAMK = false>\n"
          "__device__ __forceinline__ void ws_gemm_x("),
         (gemm, "        const int c = group - 1;\n", "        const int c = group - 1;\n        if (DELAY > 0 && c == 1) __nanosleep(DELAY);\n"),
         (gemm, "unsigned char* buffers = b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES;",
          "unsigned char* buffers = b_tiles + WS_STAGES * B_STAGE + c * NBUF * C_BOX_BYTES;"),
         (gemm, "                store_d_tma(d, c_map, buffers, c, m0 + 64 * c, n0);\n",
-         "                store_d_tma_x<NBUF, ISSUE, EF, DIRECT>(d, c_map, buffers, c, m0 + 64 * c, n0, C, M, (N + 3) / 4 * 4);\n"),
+         "                if (PER_WARP) store_d_tma_w(d, c_map, buffers, m0 + 64 * c, n0);\n"
+         "                else store_d_tma_x<NBUF, ISSUE, EF, DIRECT>(d, c_map, buffers, c, m0 + 64 * c, n0, C, M, (N + 3) / 4 * 4);\n"),
+        (gemm, "        if (STORE == 0 && threadIdx.x % 128 == 0)", "        if (STORE == 0 && threadIdx.x % (PER_WARP ? 32 : 128) == 0)"),
         (store, "template <int REGS, bool ADD = false>\n__device__ __forceinline__ void store_d_tma(",
          "template <int NBUF, bool ISSUE, bool EF, int DIRECT, int REGS, bool ADD = false>\n__device__ __forceinline__ void store_d_tma_x("),
         (store, "int consumer, int row0, int col0)", "int consumer, int row0, int col0, float* C, int M, int ldc)"),
@@ -78,13 +117,15 @@ def generated_source() -> str:
     entries = "".join(
         f'extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)\n'
         f"x_{name}_bf16(GEMM_TMA_STORE_PARAMS) {{ ws_gemm_x<true, true, 0, false, 2, {s}, {b}, {str(i).lower()}, {d}, "
-        f"{str(e).lower()}, {x}>(&a_map, &bt_map, C, M, N, K, &c_map); }}\n" for name, (s, b, i, d, e, x) in VARIANTS.items())
-    return f'#include "{ROOT / "kernels" / tma.SOURCE}"\n\n{parts["store"]}\n{gemm}\n{entries}'
+        f"{str(e).lower()}, {x}, {str(w).lower()}>(&a_map, &bt_map, C, M, N, K, &c_map); }}\n"
+        for name, (s, b, i, d, e, x, w) in VARIANTS.items())
+    return f'#include "{ROOT / "kernels" / tma.SOURCE}"\n\n{parts["store"]}\n{STORE_PER_WARP}\n{gemm}\n{entries}'
 
 
 def variant_kernel(unit, name):
-    stages, buffers = VARIANTS[name][:2]
-    config = replace(tma.GEMM_TMA_STORE, function=f"x_{name}", shared=1024 + stages * STAGE_BYTES + 2 * buffers * BOX_BYTES)
+    stages, buffers, per_warp = VARIANTS[name][0], VARIANTS[name][1], VARIANTS[name][6]
+    config = replace(tma.GEMM_TMA_STORE, function=f"x_{name}", shared=1024 + stages * STAGE_BYTES + 2 * buffers * BOX_BYTES,
+                     c_box_rows=WARP_BOX_ROWS if per_warp else tma.C_BOX[0])
     return replace(tma.hopper_kernel(config), source=unit)
 
 

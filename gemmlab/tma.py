@@ -152,6 +152,9 @@ class HopperGemm:
     streamk: bool = False
     """True for the kernel whose last round is shared out (:mod:`gemmlab.streamk`), which then takes a flag per
     consumer warpgroup of its grid and the launch's epoch too (``_streamk_arguments``)."""
+    c_box_rows: int = 64
+    """The rows of the box of C's tensor map, what one copy-engine store writes (:data:`C_BOX` gives the course's
+    kernels' box; an epilogue that stores per warp takes 16)."""
 
 
 GEMM_V0 = HopperGemm("wgmma_gemm_v0", 64, 128, 64, 128, 1024 + (64 + 128) * 64 * 2)
@@ -236,7 +239,7 @@ class HopperGemmKernel(tensor_gemm.TensorGemmKernel):
                     for rows, box in ((M, c.BM), (N, c.BN // c.cluster))]
             pointers = [a_ptr, b_ptr]
             if c.c_map:
-                maps.append(hopper.matrix_map(M, N, "FP32", *C_BOX, "128B", c_columns(c, N) * 4))
+                maps.append(hopper.matrix_map(M, N, "FP32", c.c_box_rows, C_BOX[1], "128B", c_columns(c, N) * 4))
                 pointers.append(c_ptr)
             _MAPS[key] = [_aligned_copy(encode(m, int(p))) for m, p in zip(maps, pointers)]
         args = [ctypes.c_uint64(int(c_ptr)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K)]

@@ -145,6 +145,7 @@ def test_the_kernels_shared_memory_is_the_file_s():
     assert value("PINGPONG_SHARED") == tma.GEMM_PINGPONG.shared == tma.GEMM_TMA_STORE.shared
     assert (int(defines["PP_BM"]), int(defines["PP_BN"])) == (tma.GEMM_PINGPONG.BM, tma.GEMM_PINGPONG.BN)
     assert value("C_BOX_BYTES") == tma.C_BOX[0] * tma.C_BOX[1] * 4
+    assert {g.c_box_rows for g in tma.GEMMS} == {tma.C_BOX[0]}          # the kernels store whole 64-row boxes
     assert (int(defines["WS_BM"]), int(defines["WS_BN"]), int(defines["WS_BK"])) == (tma.GEMM_WS.BM, tma.GEMM_WS.BN, tma.GEMM_WS.BK)
 
 
