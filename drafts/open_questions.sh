@@ -1,27 +1,46 @@
 #!/usr/bin/env bash
-# The measurements that the open questions of chapters 8 and 9 wait for (drafts/README.md), in one GPU command of
-# at most about 9 minutes, from the project root on the H200:
-#   bash .gpu/remote.sh bash drafts/open_questions.sh $OUT/questions
-# 1. Is the H200 power-bound (clock, power, FLOP per cycle and per joule of each kernel run alone for 4 s)?
-# 2. Nsight Compute at 4096^3, BF16: the last step, its stream-K version and cuBLAS's own kernel side by side
-#    (sections, then L2 hit rate, DRAM bytes, the clock and the tensor pipe's activity as metrics).
-# 3. The per-warp epilogue (09_epilogue_experiment.py's "warp") against the last step's, interleaved with cuBLAS.
-out=${1:?usage: open_questions.sh OUTPUT_DIR}
+# The measurements that the open questions of chapters 8 and 9 wait for (drafts/README.md), from the project root on
+# the H200, in two GPU commands of at most about 7 and 8 minutes:
+#   bash .gpu/remote.sh bash drafts/open_questions.sh $OUT/questions power ncu
+#   bash .gpu/remote.sh bash drafts/open_questions.sh $OUT/questions epilogue fastpath
+# power     Is the H200 power-bound? Clock, power, FLOP per cycle and per joule of each kernel run alone for 4 s.
+# ncu       Nsight Compute at 4096^3, BF16: the last step, its stream-K version and cuBLAS's own kernel side by side
+#           (sections, then the L2 hit rate, DRAM bytes, the clock and the tensor pipe's activity as metrics).
+# epilogue  Chapter 9: the per-warp epilogue (09_epilogue_experiment.py's "warp") against the last step's,
+#           interleaved with cuBLAS at four sizes.
+# fastpath  Chapter 8: the best kernel with predicate-free copies for inner tiles (08_fastpath_experiment.py)
+#           against itself and cuBLAS, interleaved, beside the mma.sync probe; correctness at awkward sizes first.
+out=${1:?usage: open_questions.sh OUTPUT_DIR [power] [ncu] [epilogue] [fastpath]}
+shift
+parts=${*:-power ncu epilogue fastpath}
 mkdir -p "$out"
-timeout 150 python3 drafts/power_experiment.py > "$out/power.txt" 2>&1
-echo "power_experiment: rc $?" >> "$out/power.txt"
-kernels='regex:nvjet|wgmma_gemm_(tmastore|streamk)_bf16'
-timeout 120 ncu --clock-control none --launch-count 3 -k "$kernels" \
-  --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-  --section WarpStateStats --section SchedulerStats --section LaunchStats \
-  --csv --page details python3 drafts/09_tail_experiment.py --once --cublas > "$out/ncu-sections.csv" 2> "$out/ncu-sections.err"
-echo "ncu sections: rc $?" >> "$out/ncu-sections.err"
-metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__t_sector_hit_rate.pct,dram__bytes_read.sum
-metrics+=,dram__bytes_write.sum,lts__t_bytes.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
-metrics+=,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed
-timeout 90 ncu --clock-control none --launch-count 3 -k "$kernels" --metrics "$metrics" \
-  --csv --page details python3 drafts/09_tail_experiment.py --once --cublas > "$out/ncu-metrics.csv" 2> "$out/ncu-metrics.err"
-echo "ncu metrics: rc $?" >> "$out/ncu-metrics.err"
-timeout 220 python3 drafts/09_epilogue_experiment.py base warp > "$out/epilogue.txt" 2>&1
-echo "epilogue experiment: rc $?" >> "$out/epilogue.txt"
-tail -n 3 "$out"/*.err "$out/power.txt" "$out/epilogue.txt"
+for part in $parts; do
+  case $part in
+    power)
+      timeout 150 python3 drafts/power_experiment.py > "$out/power.txt" 2>&1
+      echo "power_experiment: rc $?" >> "$out/power.txt" ;;
+    ncu)
+      kernels='regex:nvjet|wgmma_gemm_(tmastore|streamk)_bf16'
+      timeout 120 ncu --clock-control none --launch-count 3 -k "$kernels" \
+        --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+        --section WarpStateStats --section SchedulerStats --section LaunchStats \
+        --csv --page details python3 drafts/09_tail_experiment.py --once --cublas \
+        > "$out/ncu-sections.csv" 2> "$out/ncu-sections.err"
+      echo "ncu sections: rc $?" >> "$out/ncu-sections.err"
+      metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__t_sector_hit_rate.pct,dram__bytes_read.sum
+      metrics+=,dram__bytes_write.sum,lts__t_bytes.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
+      metrics+=,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed
+      timeout 90 ncu --clock-control none --launch-count 3 -k "$kernels" --metrics "$metrics" \
+        --csv --page details python3 drafts/09_tail_experiment.py --once --cublas \
+        > "$out/ncu-metrics.csv" 2> "$out/ncu-metrics.err"
+      echo "ncu metrics: rc $?" >> "$out/ncu-metrics.err" ;;
+    epilogue)
+      timeout 220 python3 drafts/09_epilogue_experiment.py base warp > "$out/epilogue.txt" 2>&1
+      echo "epilogue experiment: rc $?" >> "$out/epilogue.txt" ;;
+    fastpath)
+      timeout 240 python3 drafts/08_fastpath_experiment.py > "$out/fastpath.txt" 2>&1
+      echo "fastpath experiment: rc $?" >> "$out/fastpath.txt" ;;
+    *) echo "unknown part $part (power, ncu, epilogue, fastpath)" >&2; exit 2 ;;
+  esac
+done
+tail -n 4 "$out"/*.txt "$out"/*.err 2>/dev/null
