@@ -59,3 +59,30 @@ def test_unset_or_native_means_this_gpu(monkeypatch):
     assert compiler.target() == compiler.arch()
     monkeypatch.setenv(compiler.ARCH_VARIABLE, compiler.arch())
     assert compiler.target() == compiler.arch()
+
+
+T4_RING = """
+import os
+os.environ["GEMMLAB_ARCH"] = "compute_75"
+from gemmlab import compiler, tc_configs, tensor_gemm, verify
+A, B = verify.random_operands(150, 260, 100)      # several blocks, several K-tiles through the ring, ragged edges
+target = tensor_gemm._capability(compiler.target())
+assert target == (7, 5), target
+configs = [c for c in tc_configs.CONFIGS if "FP16" in c.precisions]
+kernels = [tensor_gemm.mma_kernel(c, "FP16") for c in configs]
+wrong_size = [k.name for c, k in zip(configs, kernels) if k.shared_for(target) != 2 * k.dynamic_shared // c.STAGES]
+assert not wrong_size, wrong_size                  # two tiles' worth, whatever STAGES asks on sm_80+
+wrong = [k.name for k in kernels if not verify.Reference(tensor_gemm.rounded(A, "FP16"),
+                                                         tensor_gemm.rounded(B, "FP16")).check(k(A, B)).ok]
+assert not wrong, wrong
+"""
+
+
+def test_the_t4_ring_fits_the_shared_memory_it_asks_for():
+    """Compiled for compute_75, chapter 8's kernels keep a ring of two tiles and ask for only that much shared memory
+    (48 KiB for the best kernel instead of its 96 KiB on sm_80+, so that a T4 runs it): under memcheck, every FP16
+    configuration is right and touches no shared memory beyond its request."""
+    report = watchdog.run_sanitized("memcheck", T4_RING, timeout_s=900)
+    if report.errors is None and "not installed" in report.note:
+        pytest.skip(report.note)
+    assert report.errors == 0 and report.program_ok, str(report)
