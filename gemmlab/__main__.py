@@ -34,6 +34,9 @@ def main(argv=None) -> int:
                         "kernels (and, for FP16 and BF16 on a Hopper GPU, chapter 9's) against cuBLAS in that format; "
                         "all: each in turn, in one JSON")
     b.add_argument("--repeat", type=int, default=5)
+    b.add_argument("--interleaved", action="store_true",
+                   help="time the kernels and cuBLAS of each size against each other in alternating blocks, so that "
+                        "all see the same clocks (a GPU under its power cap moves them); the JSON says which timing")
     b.add_argument("--json", type=Path, default=Path("results/bench.json"), help="where to write the JSON")
     sub.add_parser("info", help="the device's properties, and its tensor cores' measured mma.sync ceilings")
     r = sub.add_parser("run", help="run one GEMM kernel once on random operands and check it (for profilers)")
@@ -86,9 +89,11 @@ def main(argv=None) -> int:
             names = None if args.kernels is None else [n for n in args.kernels if n in registry.by_precision(p)]
             if names == []:
                 continue
-            results += precisions.ladder(sizes, p, names, args.repeat, progress=lambda line: print(line, file=sys.stderr))
+            results += precisions.ladder(sizes, p, names, args.repeat, progress=lambda line: print(line, file=sys.stderr),
+                                         interleave=args.interleaved)
         tensor = [p for p in chosen if p != "FP32"]
-        data = bench.to_json(results, {c.what.split()[0]: c.measured for c in ceilings.tensor(tensor)} if tensor else None)
+        data = bench.to_json(results, {c.what.split()[0]: c.measured for c in ceilings.tensor(tensor)} if tensor else None,
+                             interleaved=args.interleaved)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(data, indent=2) + "\n")
         print(f"wrote {args.json}")

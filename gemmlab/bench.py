@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -37,16 +38,38 @@ def _result(name, M, N, K, seconds, correct, precision="FP32") -> GemmResult:
                       models.compulsory_bytes(M, N, K) / seconds / 1e9, correct, precision)
 
 
-def time_gemm(kernel: GemmKernel, A: np.ndarray, B: np.ndarray, repeat: int = 5,
-              reference: verify.Reference | None = None, extra_shared: int = 0) -> GemmResult:
-    """Check ``kernel`` on (A, B) (against ``reference`` if given, to share one across kernels of the same
-    input format; else against :meth:`~gemmlab.gemm.GemmKernel.reference`), then time it on the same device
-    buffers (with ``extra_shared`` unused bytes of dynamic shared memory per block)."""
+@dataclass(frozen=True)
+class Prepared:
+    """A GEMM ready to be timed: its operands on the device, one launch already checked; ``run`` enqueues another."""
+
+    name: str
+    M: int
+    N: int
+    K: int
+    run: Callable[[], object]
+    correct: bool
+    precision: str = "FP32"
+
+    def result(self, seconds: float) -> GemmResult:
+        return _result(self.name, self.M, self.N, self.K, seconds, self.correct, self.precision)
+
+
+def prepare_gemm(kernel: GemmKernel, A: np.ndarray, B: np.ndarray, reference: verify.Reference | None = None,
+                 extra_shared: int = 0) -> Prepared:
+    """``kernel`` on (A, B) on the device, launched once and checked (against ``reference`` if given, to share one
+    across kernels of the same input format; else against :meth:`~gemmlab.gemm.GemmKernel.reference`), with
+    ``extra_shared`` unused bytes of dynamic shared memory per block."""
     problem = kernel.on_device(A, B, extra_shared)
     problem.launch()
     ok = (reference or kernel.reference(A, B)).check(problem.result()).ok
-    t = timing.time_gpu(problem.launch, warmup=1, repeat=repeat)
-    return _result(kernel.name, problem.M, problem.N, problem.K, t.median_s, ok, kernel.input_precision)
+    return Prepared(kernel.name, problem.M, problem.N, problem.K, problem.launch, ok, kernel.input_precision)
+
+
+def time_gemm(kernel: GemmKernel, A: np.ndarray, B: np.ndarray, repeat: int = 5,
+              reference: verify.Reference | None = None, extra_shared: int = 0) -> GemmResult:
+    """Check ``kernel`` on (A, B) (:func:`prepare_gemm`), then time it on the same device buffers."""
+    p = prepare_gemm(kernel, A, B, reference, extra_shared)
+    return p.result(timing.time_gpu(p.run, warmup=1, repeat=repeat).median_s)
 
 
 #: What a cell says, once, where CuPy (and so the cuBLAS baseline) is missing.
@@ -71,9 +94,9 @@ def cupy_or_none():
     return cupy
 
 
-def time_cublas(A: np.ndarray, B: np.ndarray, repeat: int = 5, reference: verify.Reference | None = None) -> GemmResult | None:
-    """cuBLAS SGEMM through CuPy's matmul, in this process and context; None without CuPy (and
-    :data:`NO_CUBLAS` printed, once per process)."""
+def prepare_cublas(A: np.ndarray, B: np.ndarray, reference: verify.Reference | None = None) -> Prepared | None:
+    """cuBLAS SGEMM through CuPy's matmul, in this process and context, run once and checked; None without CuPy
+    (and :data:`NO_CUBLAS` printed, once per process)."""
     gpu.cuda()
     cp = cupy_or_none()
     if cp is None:
@@ -85,8 +108,13 @@ def time_cublas(A: np.ndarray, B: np.ndarray, repeat: int = 5, reference: verify
     c = cp.matmul(a, b)
     cp.cuda.Device().synchronize()
     ok = (reference or verify.Reference(A, B)).check(cp.asnumpy(c)).ok
-    t = timing.time_gpu(lambda: cp.matmul(a, b, out=c), warmup=1, repeat=repeat)
-    return _result("cuBLAS", M, N, K, t.median_s, ok)
+    return Prepared("cuBLAS", M, N, K, lambda: cp.matmul(a, b, out=c), ok)
+
+
+def time_cublas(A: np.ndarray, B: np.ndarray, repeat: int = 5, reference: verify.Reference | None = None) -> GemmResult | None:
+    """cuBLAS SGEMM (:func:`prepare_cublas`), timed; None without CuPy."""
+    p = prepare_cublas(A, B, reference)
+    return None if p is None else p.result(timing.time_gpu(p.run, warmup=1, repeat=repeat).median_s)
 
 
 def of_cublas(result: GemmResult, cublas: GemmResult | None) -> str:
@@ -117,11 +145,16 @@ DEFAULT_SIZES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (81
 
 
 def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress=None, *, kernels=None,
-           reference=verify.Reference, cublas=None, label: str = "") -> list[GemmResult]:
+           reference=verify.Reference, cublas=None, label: str = "", interleave: bool = False) -> list[GemmResult]:
     """Every course kernel (or those named) and cuBLAS at each (M, N, K): ``log`` gets one line per
     result, ``progress`` (if given) one line per size, with the seconds it took. Another ladder (chapter 8's,
     :func:`gemmlab.precisions.ladder`) passes its ``kernels`` (``{name: kernel}``), the ``reference(A, B)`` they
-    are checked against, its ``cublas(A, B, repeat, reference)`` and a ``label`` for the names and lines."""
+    are checked against, its ``cublas(A, B, reference)`` (a :class:`Prepared` or None, as :func:`prepare_cublas`)
+    and a ``label`` for the names and lines.
+
+    Each kernel is timed on its own (``repeat`` timings, the median) unless ``interleave``: then, size by size, all
+    of them and cuBLAS are prepared first and timed against each other in alternating blocks
+    (:func:`gemmlab.timing.interleaved`), so that they see the same clocks, and each time is the median of the rounds."""
     every = registry.kernels() if kernels is None else kernels
     unknown = sorted(set(names or ()) - set(every))
     if unknown:
@@ -129,21 +162,34 @@ def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress
     gpu.cuda()
     chosen = [k for n, k in every.items() if names is None or n in names]
     results = []
+    prepare_baseline = cublas or prepare_cublas
     for i, (M, N, K) in enumerate(sizes, 1):
         start = time.monotonic()
         A, B = verify.random_operands(M, N, K, seed=M + N + K)
         ref = reference(A, B)
-        for k in chosen:
-            r = time_gemm(k, A, B, repeat, ref)
-            log(format_row(r))
-            results.append(r)
-        r = (cublas or time_cublas)(A, B, repeat, ref)
-        if r is not None:
-            log(format_row(r))
-            results.append(r)
+        if interleave:
+            ready = [prepare_gemm(k, A, B, ref) for k in chosen]
+            base = prepare_baseline(A, B, ref)
+            ready += [base] if base is not None else []
+            times = timing.interleaved({p.name: p.run for p in ready}, timer=timing.time_gpu)
+            timed = [p.result(times.median_s(p.name)) for p in ready]
+            del ready
+            for r in timed:
+                log(format_row(r))
+        else:
+            timed = []
+            for k in chosen:
+                timed.append(time_gemm(k, A, B, repeat, ref))
+                log(format_row(timed[-1]))
+            base = prepare_baseline(A, B, ref)
+            if base is not None:
+                timed.append(base.result(timing.time_gpu(base.run, warmup=1, repeat=repeat).median_s))
+                log(format_row(timed[-1]))
+        results += timed
         if progress:
             progress(f"{label + ' ' if label else ''}size {i} of {len(sizes)}, {M}x{N}x{K}: {len(chosen)} kernels"
-                     f"{' and cuBLAS' if r else ''} checked and timed in {time.monotonic() - start:.0f} s")
+                     f"{' and cuBLAS' if base else ''} checked and timed in {time.monotonic() - start:.0f} s"
+                     f"{' (interleaved)' if interleave else ''}")
     return results
 
 
@@ -153,10 +199,11 @@ def format_row(r: GemmResult) -> str:
     return f"{what:>10}  {r.M:>6}x{r.N:<6}x{r.K:<6} {r.seconds * 1e3:10.3f} ms {r.tflops:8.2f} TFLOP/s{mark}"
 
 
-def to_json(results: list[GemmResult], mma_ceilings: dict[str, float] | None = None) -> dict:
+def to_json(results: list[GemmResult], mma_ceilings: dict[str, float] | None = None, interleaved: bool = False) -> dict:
     """The ladder with each kernel's share of cuBLAS in the same precision at the same size, and the device
     it ran on. FP32 rows also give their share of the FP32 peak; tensor-core rows their share of the
-    measured ``mma.sync`` ceiling of their format, where ``mma_ceilings`` (TFLOP/s by format) has it."""
+    measured ``mma.sync`` ceiling of their format, where ``mma_ceilings`` (TFLOP/s by format) has it.
+    ``timing`` says how the times were taken: each kernel on its own, or ``interleaved`` (:func:`ladder`)."""
     spec = device.current()
     base = {(r.M, r.N, r.K, r.precision): r.tflops for r in results if r.kernel == "cuBLAS"}
     ceilings = mma_ceilings or {}
@@ -170,4 +217,5 @@ def to_json(results: list[GemmResult], mma_ceilings: dict[str, float] | None = N
             row["fraction_of_mma_ceiling"] = r.tflops / ceilings[r.precision] if r.precision in ceilings else None
         rows.append(row)
     return {"device": spec.name, "arch": spec.arch, "cupy_tf32": os.environ.get("CUPY_TF32"),
+            "timing": "interleaved" if interleaved else "separate",
             "environment": environment.versions(), "mma_ceilings_tflops": ceilings, "results": rows}

@@ -112,13 +112,14 @@ def measure(M: int, N: int, K: int, precisions=tuple(PRECISIONS), repeat: int = 
     return out
 
 
-def time_cublas(A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
-                reference: verify.Reference | None = None) -> bench.GemmResult | None:
-    """cuBLAS in ``precision`` as a ladder row ("cuBLAS", checked against ``reference``, by default A·B of
-    the inputs rounded as chapter 8's kernels round them); None without CuPy or where cuBLAS refuses."""
+def prepare_cublas(A: np.ndarray, B: np.ndarray, precision: str,
+                   reference: verify.Reference | None = None) -> bench.Prepared | None:
+    """cuBLAS in ``precision``, run once and checked against ``reference`` (by default A·B of the inputs rounded as
+    chapter 8's kernels round them), ready to be timed as a ladder row ("cuBLAS"); None without CuPy or where cuBLAS
+    refuses."""
     _check_precisions([precision])
     if precision == "FP32":
-        return bench.time_cublas(A, B, repeat, reference)
+        return bench.prepare_cublas(A, B, reference)
     gpu.cuda()
     cp = bench.cupy_or_none()
     if cp is None:
@@ -134,10 +135,16 @@ def time_cublas(A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
     except cublas.CUBLASError:
         return None
     ref = reference or tensor_gemm.reference(A, B, precision)
-    ok = ref.check(cp.asnumpy(c)).ok
-    t = timing.time_gpu(run, warmup=1, repeat=repeat)
     M, K = A.shape
-    return bench._result("cuBLAS", M, B.shape[1], K, t.median_s, ok, precision)
+    return bench.Prepared("cuBLAS", M, B.shape[1], K, run, ref.check(cp.asnumpy(c)).ok, precision)
+
+
+def time_cublas(A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
+                reference: verify.Reference | None = None) -> bench.GemmResult | None:
+    """cuBLAS in ``precision`` (:func:`prepare_cublas`), timed, as a ladder row; None without CuPy or where cuBLAS
+    refuses."""
+    p = prepare_cublas(A, B, precision, reference)
+    return None if p is None else p.result(timing.time_gpu(p.run, warmup=1, repeat=repeat).median_s)
 
 
 def compare(kernels: dict, A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
@@ -163,13 +170,14 @@ def compare(kernels: dict, A: np.ndarray, B: np.ndarray, precision: str, repeat:
 
 
 def ladder(sizes=bench.DEFAULT_SIZES, precision: str = "FP16", names=None, repeat: int = 5, log=print,
-           progress=None) -> list[bench.GemmResult]:
+           progress=None, interleave: bool = False) -> list[bench.GemmResult]:
     """Chapters 8 and 9's kernels for one input format (:func:`gemmlab.registry.by_precision`, or those named;
     those this GPU cannot run left out) and cuBLAS in the same format at each (M, N, K), checked against A·B of the
-    rounded inputs, then timed: :func:`gemmlab.bench.ladder` with that format's kernels, reference and cuBLAS."""
+    rounded inputs, then timed, each on its own or, with ``interleave``, against each other: :func:`gemmlab.bench.ladder`
+    with that format's kernels, reference and cuBLAS."""
     _check_precisions([precision])
     if precision == "FP32":
-        return bench.ladder(sizes, names, repeat, log, progress)
+        return bench.ladder(sizes, names, repeat, log, progress, interleave=interleave)
     from . import device, tensor_gemm
 
     every = registry.by_precision(precision)
@@ -181,4 +189,4 @@ def ladder(sizes=bench.DEFAULT_SIZES, precision: str = "FP16", names=None, repea
     runnable = {n: k for n, k in every.items() if (names is None or n in names) and tensor_gemm.unavailable_reason(k, spec) is None}
     return bench.ladder(sizes, None, repeat, log, progress, kernels=runnable, label=precision,
                         reference=lambda A, B: tensor_gemm.reference(A, B, precision),
-                        cublas=lambda A, B, rep, ref: time_cublas(A, B, precision, rep, ref))
+                        cublas=lambda A, B, ref: prepare_cublas(A, B, precision, ref), interleave=interleave)

@@ -1,0 +1,89 @@
+"""bench.ladder on the CPU: fake kernels and a fake cuBLAS stand in for the GPU, so that the order, the checks and
+both timings (each kernel on its own; all of a size interleaved) can be seen without one."""
+
+import numpy as np
+import pytest
+
+from gemmlab import bench, device, environment, gpu, timing, verify
+
+SECONDS = {"good": 2e-3, "bad": 1e-3, "cuBLAS": 4e-3}      # what the fake timer says each call takes
+
+
+class FakeProblem:
+    def __init__(self, name, A, B, wrong):
+        self.name, (self.M, self.K), self.N = name, A.shape, B.shape[1]
+        self.C = (A.astype(np.float64) @ B).astype(np.float32) + (1.0 if wrong else 0.0)
+
+    def launch(self):
+        return self.name                                    # the fake timer knows whose block it times
+
+    def result(self):
+        return self.C
+
+
+class FakeKernel:
+    input_precision = "FP32"
+
+    def __init__(self, name, wrong=False):
+        self.name, self.wrong = name, wrong
+
+    def on_device(self, A, B, extra_shared=0):
+        return FakeProblem(self.name, A, B, self.wrong)
+
+    def reference(self, A, B):
+        return verify.Reference(A, B)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    calls = []
+
+    def fake_time_gpu(run, warmup=2, repeat=10, min_seconds=2e-3, max_inner=1000):
+        name = run()
+        calls.append((name, min_seconds))
+        return timing.Timing(SECONDS[name], SECONDS[name], repeat)
+
+    def fake_cublas(A, B, reference):
+        ok = reference.check((A.astype(np.float64) @ B).astype(np.float32)).ok
+        return bench.Prepared("cuBLAS", A.shape[0], B.shape[1], A.shape[1], lambda: "cuBLAS", ok)
+
+    monkeypatch.setattr(gpu, "cuda", lambda: None)
+    monkeypatch.setattr(timing, "time_gpu", fake_time_gpu)
+    monkeypatch.setattr(bench, "prepare_cublas", fake_cublas)
+    return calls
+
+
+KERNELS = {"good": FakeKernel("good"), "bad": FakeKernel("bad", wrong=True)}
+SIZES = [(8, 6, 5), (3, 4, 7)]
+
+
+@pytest.mark.parametrize("interleave", [False, True])
+def test_every_kernel_then_cublas_checked_and_timed(fake_gpu, interleave):
+    lines = []
+    results = bench.ladder(SIZES, kernels=KERNELS, log=lines.append, interleave=interleave)
+    assert [(r.kernel, (r.M, r.N, r.K)) for r in results] == [(k, s) for s in SIZES for k in ("good", "bad", "cuBLAS")]
+    assert [r.correct for r in results] == [True, False, True] * 2
+    assert all(r.seconds == SECONDS[r.kernel] for r in results)
+    assert len(lines) == len(results) and "WRONG RESULT" in lines[1]
+
+
+def test_interleaved_blocks_alternate_between_the_kernels_of_a_size(fake_gpu):
+    bench.ladder(SIZES[:1], kernels=KERNELS, log=lambda line: None, interleave=True)
+    timed = [name for name, block in fake_gpu if block > 0]      # the warm-up's single calls have no block
+    assert timed == ["good", "bad", "cuBLAS"] * (len(timed) // 3) and len(timed) >= 3 * 5
+
+
+def test_separate_timing_times_each_kernel_in_turn(fake_gpu):
+    bench.ladder(SIZES[:1], kernels=KERNELS, log=lambda line: None, repeat=3)
+    assert [name for name, _ in fake_gpu] == ["good", "bad", "cuBLAS"]
+
+
+@pytest.mark.parametrize("interleave, said", [(False, "separate"), (True, "interleaved")])
+def test_the_json_says_how_the_times_were_taken(fake_gpu, monkeypatch, interleave, said):
+    monkeypatch.setattr(device, "current", lambda: device.H200)
+    monkeypatch.setattr(environment, "versions", lambda: {})
+    data = bench.to_json(bench.ladder(SIZES[:1], kernels=KERNELS, log=lambda line: None, interleave=interleave),
+                         interleaved=interleave)
+    assert data["timing"] == said
+    good = next(r for r in data["results"] if r["kernel"] == "good")
+    assert good["fraction_of_cublas"] == pytest.approx(SECONDS["cuBLAS"] / SECONDS["good"])
