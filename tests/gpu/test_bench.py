@@ -18,6 +18,14 @@ def test_ladder_small_sizes_all_correct():
             assert abs(r.tflops * 1e12 * r.seconds - models.gemm_flops(M, N, K)) < 1e-6 * models.gemm_flops(M, N, K)
 
 
+def test_interleaved_ladder_small_sizes_all_correct():
+    """The same ladder with every kernel and cuBLAS of a size timed against each other (--interleaved)."""
+    sizes = [(96, 80, 72)]
+    results = bench.ladder(sizes, log=lambda *_: None, interleave=True)
+    assert [r.kernel for r in results][: len(registry.kernels())] == list(registry.kernels())
+    assert all(r.correct and r.seconds > 0 for r in results)
+
+
 def test_cli_writes_json(tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--sizes", "64x48x40", "--repeat", "2",
