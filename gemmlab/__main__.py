@@ -21,6 +21,16 @@ def _size(text: str) -> tuple[int, int, int]:
     return tuple(parts)
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer")
+    return value
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gemmlab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -33,7 +43,7 @@ def main(argv=None) -> int:
                    help="FP32: chapters 1-7 against cuBLAS FP32 (the default); TF32, FP16, BF16: chapter 8's tensor-core "
                         "kernels (and, for FP16 and BF16 on a Hopper GPU, chapter 9's) against cuBLAS in that format; "
                         "all: each in turn, in one JSON")
-    b.add_argument("--repeat", type=int, default=5)
+    b.add_argument("--repeat", type=_positive, default=5, help="timings per kernel and size, of which the median counts")
     b.add_argument("--interleaved", action="store_true",
                    help="time the kernels and cuBLAS of each size against each other in alternating blocks, so that "
                         "all see the same clocks (a GPU under its power cap moves them); the JSON says which timing")

@@ -42,6 +42,13 @@ def test_bad_size_argument_is_refused():
     assert proc.returncode == 2 and "must be N or MxNxK with positive integers" in proc.stderr
 
 
+@pytest.mark.parametrize("value", ["0", "-3", "five"])
+def test_bad_repeat_is_refused_before_the_gpu(value):
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--repeat", value], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and f"{value!r} must be a positive integer" in proc.stderr
+
+
 def test_unknown_kernel_name_is_refused_before_the_gpu():
     proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--kernels", "fastest"],
                           capture_output=True, text=True, timeout=60)
