@@ -6,7 +6,8 @@ constants and entry points Python adds) once per process for the current device'
 architecture up to the device's own) it compiles to PTX instead, which the driver JIT-compiles:
 the ``__CUDA_ARCH__ < 800`` branches a T4 runs then run on this GPU (:func:`target`).
 :meth:`CompiledFile.resources` reports what the compiler gave each function: registers per thread, static shared memory, local memory;
-:meth:`CompiledFile.sass` its machine code; :func:`ptxas_report` what ptxas decided, with no GPU.
+:meth:`CompiledFile.sass` its machine code; :func:`ptxas_report` what ptxas decided and :func:`offline_sass` the
+machine code nvcc makes for a given architecture, both with no GPU.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ class SassUnavailable(RuntimeError):
 
 
 #: What a SASS cell says where cuobjdump is missing.
-NO_CUOBJDUMP = ("cuobjdump (part of the CUDA toolkit) is not installed here, so this cell cannot disassemble the "
-                "kernel: the stored outputs show the H200's machine code.")
+NO_CUOBJDUMP = ("cuobjdump and nvdisasm (part of the CUDA toolkit) are not installed here, so this cell cannot "
+                "disassemble the kernel: the stored outputs show the H200's machine code.")
 
 
 @dataclass(frozen=True)
@@ -129,9 +130,7 @@ class CompiledFile:
         (for PTX, the cubin ptxas makes of the same PTX for this GPU, as the driver's JIT does).
         Raises :class:`SassUnavailable` where ``cuobjdump`` is missing."""
         self.function(name)
-        tool = watchdog.find_tool("cuobjdump")
-        if tool is None:
-            raise SassUnavailable(NO_CUOBJDUMP)
+        tool = _cuobjdump()
         cubin_bytes = self.image
         if self.arch.startswith("compute_"):
             from pycuda.compiler import compile as nvcc
@@ -140,10 +139,7 @@ class CompiledFile:
         with tempfile.TemporaryDirectory() as tmp:
             cubin = Path(tmp) / "kernel.cubin"
             cubin.write_bytes(cubin_bytes)
-            proc = subprocess.run([tool, "-sass", "-fun", name, str(cubin)], capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            raise RuntimeError(f"cuobjdump failed: {proc.stderr.strip()[:200]}")
-        return proc.stdout
+            return _disassemble(tool, cubin, name)
 
     @property
     def path(self) -> Path:
@@ -178,19 +174,56 @@ def parse_ptxas(report: str) -> list[PtxasEntry]:
     return entries
 
 
+def _nvcc_cubin(text: str, arch: str, options, tmp: str, include_dir: Path = provenance.KERNELS_DIR) -> tuple[Path, str]:
+    """Compile CUDA source ``text`` with nvcc into a cubin for ``arch`` in folder ``tmp``: the cubin's path and
+    ptxas's report. An architecture-specific target (``sm_90a``) takes the ``-gencode`` form, which compiles for
+    that architecture alone (the shorthand would add a plain sm_90 pass, which refuses its instructions)."""
+    nvcc = gpu.require_nvcc()
+    cu, cubin = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.cubin"
+    cu.write_text(text, encoding="utf-8")
+    target = [f"-gencode=arch=compute_{arch[3:]},code={arch}"] if arch.endswith("a") else [f"-arch={arch}"]
+    proc = subprocess.run([nvcc, *NVCC_OPTIONS, *options, "-cubin", *target, "-Xptxas", "-v", f"-I{include_dir}",
+                           "-o", str(cubin), str(cu)], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nvcc failed for {arch}:\n{proc.stderr.strip()[-2000:]}")
+    return cubin, proc.stdout + proc.stderr
+
+
 def ptxas_report(text: str, arch: str, options=()) -> list[PtxasEntry]:
     """Compile CUDA source ``text`` for ``arch`` (e.g. ``"sm_90"``) with ``nvcc -Xptxas -v`` (and any
     further ``options``, such as a unit's ``-D`` constants) and return ptxas's report per kernel. Needs
     ``nvcc`` only, no GPU: the report is what the compiler decided."""
-    nvcc = gpu.require_nvcc()
     with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / "kernel.cu"
-        cu.write_text(text, encoding="utf-8")
-        proc = subprocess.run([nvcc, *NVCC_OPTIONS, *options, "-cubin", f"-arch={arch}", "-Xptxas", "-v", f"-I{provenance.KERNELS_DIR}",
-                               "-o", str(Path(tmp) / "kernel.cubin"), str(cu)], capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        raise RuntimeError(f"nvcc failed for {arch}:\n{proc.stderr.strip()[-2000:]}")
-    return parse_ptxas(proc.stdout + proc.stderr)
+        return parse_ptxas(_nvcc_cubin(text, arch, options, tmp)[1])
+
+
+def offline_sass(unit: CompileUnit, arch: str, names) -> dict[str, str]:
+    """The machine code of functions ``names`` of a compile unit compiled by nvcc for ``arch`` (``sm_90``,
+    ``sm_90a`` ...), ``{name: listing}``, with no GPU: what :meth:`CompiledFile.sass` shows on a GPU of that
+    architecture, from the same compiler. Needs nvcc and cuobjdump (:class:`SassUnavailable` without it)."""
+    tool = _cuobjdump()
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin, _ = _nvcc_cubin(unit.text, arch, unit.options, tmp, unit.path.parent)
+        return {name: _disassemble(tool, cubin, name) for name in names}
+
+
+def _cuobjdump() -> str:
+    """cuobjdump's path; it needs nvdisasm too (both in the toolkit, or NVIDIA's wheels of both)."""
+    tool, disassembler = watchdog.find_tool("cuobjdump"), watchdog.find_tool("nvdisasm")
+    if tool is None or disassembler is None:
+        raise SassUnavailable(NO_CUOBJDUMP)
+    return tool
+
+
+def _disassemble(tool: str, cubin: Path, name: str) -> str:
+    """``cuobjdump -sass`` of one function of a cubin. cuobjdump runs nvdisasm, which may not be on PATH (beside nvcc,
+    or in its wheel): its folder goes first on cuobjdump's PATH."""
+    folders = [os.path.dirname(p) for p in (watchdog.find_tool("nvdisasm"), tool) if p]
+    env = {**os.environ, "PATH": os.pathsep.join([*folders, os.environ.get("PATH", "")])}
+    proc = subprocess.run([tool, "-sass", "-fun", name, str(cubin)], capture_output=True, text=True, timeout=120, env=env)
+    if proc.returncode != 0 or "not found" in proc.stderr:
+        raise RuntimeError(f"cuobjdump failed for {name}: {proc.stderr.strip()[:200]}")
+    return proc.stdout
 
 
 def opcode_counts(sass: str, prefixes=("LDS", "STS")) -> dict[str, int]:

@@ -8,6 +8,7 @@ running, so the notebook that asked always gets an answer.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -87,15 +88,25 @@ class SanitizerReport:
 
 def find_tool(name: str, *more_places: str) -> str | None:
     """Path of the command ``name``: on PATH, else beside ``nvcc`` (the CUDA tools are often installed
-    but not on PATH; they live in the toolkit's ``bin`` with the compiler), else the first of
-    ``more_places`` that exists, else None. A machine whose toolkit lacks the tool gets None, and the
+    but not on PATH; they live in the toolkit's ``bin`` with the compiler), else in NVIDIA's wheels of the
+    tools (``pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm``: ``nvidia/cu13/bin`` on Python's path),
+    else the first of ``more_places`` that exists, else None. A machine that lacks the tool gets None, and the
     caller says so in one sentence."""
     found = shutil.which(name)
     if found:
         return found
     nvcc = shutil.which("nvcc")
     beside = [os.path.join(os.path.dirname(os.path.realpath(nvcc)), name)] if nvcc else []
-    return next((p for p in [*beside, *more_places] if os.path.isfile(p) and os.access(p, os.X_OK)), None)
+    wheels = [os.path.join(d, name) for d in wheel_bins()]
+    return next((p for p in [*beside, *wheels, *more_places] if os.path.isfile(p) and os.access(p, os.X_OK)), None)
+
+
+def wheel_bins() -> list[str]:
+    """The ``bin`` folders of NVIDIA's CUDA tool wheels on Python's path, the newest CUDA major first."""
+    found = []
+    for base in sys.path:
+        found += sorted(glob.glob(os.path.join(base or ".", "nvidia", "cu[0-9]*", "bin")), reverse=True)
+    return list(dict.fromkeys(found))
 
 
 def find_sanitizer() -> str | None:

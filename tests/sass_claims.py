@@ -1,0 +1,49 @@
+"""What the chapters say of their kernels' machine code, as checks on opcode counts (gemmlab.compiler.opcode_counts):
+the GPU tests apply them to the SASS of the cubin that ran, test_sass.py to nvcc's cubin for the same architecture
+with no GPU. Each returns the claims that do not hold, as sentences; an empty list when all hold."""
+
+HOPPER_OPS = ("HGMMA", "UTMALDG", "UTMASTG", "UTMAREDG", "STG", "LDL", "STL")
+TENSOR_OPS = ("HMMA", "LDSM", "LDGSTS", "LDG", "STS", "BAR")
+
+
+def _total(counts: dict, prefix: str) -> int:
+    return sum(n for op, n in counts.items() if op.startswith(prefix))
+
+
+def hopper_problems(counts: dict, c_map: bool, streamk: bool) -> list[str]:
+    """Chapter 9: every GEMM multiplies with HGMMA (wgmma) and copies with the copy engine (UTMALDG), and uses no local
+    memory; a copy-engine epilogue (``c_map``) stores with UTMASTG and no thread stores to global memory (STG), the
+    others with STG alone; the stream-K kernel, and it only, adds with the engine (UTMAREDG)."""
+    out = []
+    if _total(counts, "LDL") or _total(counts, "STL"):
+        out.append("it uses local memory")
+    if not _total(counts, "HGMMA") or not _total(counts, "UTMALDG"):
+        out.append("it lacks HGMMA or UTMALDG")
+    stores = {op.split(".")[0] for op in counts} & {"UTMASTG", "STG"}
+    if stores != ({"UTMASTG"} if c_map else {"STG"}):
+        out.append(f"it stores with {sorted(stores)}")
+    if bool(_total(counts, "UTMAREDG")) != streamk:
+        out.append("UTMAREDG where there is no stream-K, or none where there is")
+    return out
+
+
+def tensor_ladder_problems(counts: dict[str, dict]) -> list[str]:
+    """Chapter 8's reading of its FP16 ladder's SASS on sm_80 and later (``counts`` by step name without the suffix:
+    tc_wmma, tc_mma, tc_swizzle, tc_async, tc_stages, tc_prefetch, tc_wide): WMMA compiles to HMMA and LDSM too;
+    ``tc_async`` replaces the 16 LDG.E.128 and 16 STS.128 of the copies by 16 LDGSTS, and ``tc_stages`` has more of
+    them; every mma.sync kernel issues one LDSM per 4 HMMA.16816, the prefetching ones 8 more for the first fragments."""
+    out = []
+    if not _total(counts["tc_wmma"], "HMMA") or not _total(counts["tc_wmma"], "LDSM"):
+        out.append("WMMA does not compile to HMMA and LDSM")
+    plain, cp = counts["tc_swizzle"], counts["tc_async"]
+    if (_total(plain, "LDG.E.128"), _total(plain, "STS.128"), _total(plain, "LDGSTS")) != (16, 16, 0):
+        out.append("tc_swizzle does not copy with 16 LDG.E.128 and 16 STS.128")
+    if (_total(cp, "LDGSTS"), _total(cp, "LDG.E.128"), _total(cp, "STS.128")) != (16, 0, 0):
+        out.append("tc_async does not copy with 16 LDGSTS alone")
+    if not _total(counts["tc_stages"], "LDGSTS") > 16:
+        out.append("tc_stages has no more LDGSTS than tc_async")
+    for step in ("tc_mma", "tc_swizzle", "tc_async", "tc_stages", "tc_prefetch", "tc_wide"):
+        extra = 8 if step in ("tc_prefetch", "tc_wide") else 0
+        if 4 * (_total(counts[step], "LDSM") - extra) != _total(counts[step], "HMMA.16816"):
+            out.append(f"{step} does not issue one LDSM per 4 HMMA.16816 (+ {extra})")
+    return out

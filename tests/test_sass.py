@@ -1,0 +1,49 @@
+"""The chapters' claims about their kernels' machine code, on the CPU: nvcc compiles each unit for the architecture
+the chapter ran on (sm_90 for chapter 8, sm_90a for chapter 9) and cuobjdump disassembles it (NVIDIA's wheels of
+cuobjdump and nvdisasm are in requirements.txt). Skips where nvcc or the disassembler is missing (fails under
+GEMMLAB_STRICT_TOOLS=1). The GPU suite checks chapter 9's claims on the cubin that ran, too."""
+
+import pytest
+
+from gemmlab import compile_units, compiler, registry, tc_configs, tma, watchdog
+from sass_claims import HOPPER_OPS, TENSOR_OPS, hopper_problems, tensor_ladder_problems
+
+pytestmark = pytest.mark.usefixtures("nvcc_path")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def disassembler(skip_or_fail):
+    if watchdog.find_tool("cuobjdump") is None or watchdog.find_tool("nvdisasm") is None:
+        skip_or_fail("cuobjdump and nvdisasm are not installed on this machine")
+
+
+def test_chapter_9_gemms_multiply_with_hgmma_copy_with_the_engine_and_never_spill():
+    unit = compile_units.unit(tma.SOURCE)
+    kernels = [(c, tma.hopper_kernel(c, precision=p).entry_point) for c in tma.GEMMS for p in tma.PRECISIONS]
+    sass = compiler.offline_sass(unit, unit.arch_specific, [name for _, name in kernels])
+    problems = {name: hopper_problems(compiler.opcode_counts(sass[name], HOPPER_OPS), c.c_map, c.streamk)
+                for c, name in kernels}
+    assert not any(problems.values()), {n: p for n, p in problems.items() if p}
+
+
+def test_chapter_8_reads_its_ladders_machine_code_right():
+    kernels = registry.tensor_kernels("FP16")
+    sass = compiler.offline_sass(compile_units.unit(tc_configs.SOURCE), "sm_90", [k.entry_point for k in kernels.values()])
+    counts = {name.removesuffix("_f16"): compiler.opcode_counts(sass[k.entry_point], TENSOR_OPS)
+              for name, k in kernels.items()}
+    assert not tensor_ladder_problems(counts), counts
+
+
+def test_the_claims_can_fail():
+    good = {"HGMMA.64x256x16.F32.BF16": 4, "UTMALDG.2D": 1, "UTMASTG.2D": 8}
+    assert hopper_problems(good, c_map=True, streamk=False) == []
+    assert hopper_problems({**good, "STG.E.64": 1}, c_map=True, streamk=False) == ["it stores with ['STG', 'UTMASTG']"]
+    assert hopper_problems({**good, "LDL": 2}, c_map=True, streamk=True)[0] == "it uses local memory"
+    ladder = {"tc_wmma": {"HMMA.16816.F32": 32, "LDSM.16.M88.4": 4},
+              **{s: {"HMMA.16816.F32": 64, "LDSM.16.M88.4": 16, "LDG.E.128": 16, "STS.128": 16} for s in ("tc_mma", "tc_swizzle")},
+              "tc_async": {"HMMA.16816.F32": 64, "LDSM.16.M88.4": 16, "LDGSTS.E.BYPASS.128": 16},
+              "tc_stages": {"HMMA.16816.F32": 64, "LDSM.16.M88.4": 16, "LDGSTS.E.BYPASS.128": 32},
+              **{s: {"HMMA.16816.F32": 64, "LDSM.16.M88.4": 24, "LDGSTS.E.BYPASS.128": 32} for s in ("tc_prefetch", "tc_wide")}}
+    assert tensor_ladder_problems(ladder) == []
+    broken = {**ladder, "tc_async": {**ladder["tc_async"], "LDG.E.128": 2}}
+    assert tensor_ladder_problems(broken) == ["tc_async does not copy with 16 LDGSTS alone"]
