@@ -47,3 +47,26 @@ def tensor_ladder_problems(counts: dict[str, dict]) -> list[str]:
         if 4 * (_total(counts[step], "LDSM") - extra) != _total(counts[step], "HMMA.16816"):
             out.append(f"{step} does not issue one LDSM per 4 HMMA.16816 (+ {extra})")
     return out
+
+
+def bank_model_problems(ops: dict, layout: str) -> list[str]:
+    """Chapter 4: per phase of 32 FMAs (one k-tile of a 32 x 32 block), the shared-memory instructions of the SASS are
+    those of the bank model (gemmlab.banks.tiled_shared_instructions): ``ops`` counts LDS, STS and FFMA."""
+    from gemmlab import banks
+
+    per_phase = {op: n * 32 // ops["FFMA"] for op, n in ops.items() if op != "FFMA"}
+    model = {}
+    for ins in banks.tiled_shared_instructions(32, layout):
+        model[ins.opcode] = model.get(ins.opcode, 0) + ins.per_phase
+    return [] if per_phase == model else [f"{layout}: SASS {per_phase}, model {model}"]
+
+
+def vector_load_problems(vector: dict, scalar: dict) -> list[str]:
+    """Chapter 7: the fast kernel loads with LDG.E.128 (and LDG.E.64 for rows of an even length), its scalar switch
+    with 4-byte loads alone."""
+    out = []
+    if not _total(vector, "LDG.E.128"):
+        out.append("the vector path has no LDG.E.128")
+    if _total(scalar, "LDG.E.128") or _total(scalar, "LDG.E.64"):
+        out.append("the scalar path has wide loads")
+    return out

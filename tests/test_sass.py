@@ -5,8 +5,9 @@ GEMMLAB_STRICT_TOOLS=1). The GPU suite checks chapter 9's claims on the cubin th
 
 import pytest
 
-from gemmlab import compile_units, compiler, registry, tc_configs, tma, watchdog
-from sass_claims import HOPPER_OPS, TENSOR_OPS, hopper_problems, tensor_ladder_problems
+from gemmlab import compile_units, compiler, fast_configs, registry, tc_configs, tma, watchdog
+from sass_claims import (HOPPER_OPS, TENSOR_OPS, bank_model_problems, hopper_problems, tensor_ladder_problems,
+                         vector_load_problems)
 
 pytestmark = pytest.mark.usefixtures("nvcc_path")
 
@@ -34,6 +35,23 @@ def test_chapter_8_reads_its_ladders_machine_code_right():
     assert not tensor_ladder_problems(counts), counts
 
 
+def test_chapter_4_bank_model_counts_the_shared_memory_instructions():
+    problems = []
+    for name, layout in (("tiled32", "plain"), ("banks_transposed", "transposed"), ("banks_padded", "padded")):
+        k = registry.lookup(name)
+        sass = compiler.offline_sass(compile_units.unit(k.source), "sm_90", [k.function])[k.function]
+        problems += bank_model_problems(compiler.opcode_counts(sass, ("LDS", "STS", "FFMA")), layout)
+    assert not problems
+
+
+def test_chapter_7_vector_and_scalar_loads():
+    fast = fast_configs.FAST                                # the chapter's kernel
+    scalar = fast_configs.config(fast.function + "_scalar")
+    sass = compiler.offline_sass(compile_units.unit(fast_configs.SOURCE), "sm_90", [fast.function, scalar.function])
+    counts = {c.function: compiler.opcode_counts(sass[c.function], ("LDG",)) for c in (fast, scalar)}
+    assert not vector_load_problems(counts[fast.function], counts[scalar.function]), counts
+
+
 def test_the_claims_can_fail():
     good = {"HGMMA.64x256x16.F32.BF16": 4, "UTMALDG.2D": 1, "UTMASTG.2D": 8}
     assert hopper_problems(good, c_map=True, streamk=False) == []
@@ -47,3 +65,8 @@ def test_the_claims_can_fail():
     assert tensor_ladder_problems(ladder) == []
     broken = {**ladder, "tc_async": {**ladder["tc_async"], "LDG.E.128": 2}}
     assert tensor_ladder_problems(broken) == ["tc_async does not copy with 16 LDGSTS alone"]
+    plain = {"LDS": 64, "LDS.128": 16, "STS": 4, "FFMA": 64}               # two phases of the tiled kernel
+    assert bank_model_problems(plain, "plain") == [] and bank_model_problems(plain, "transposed")
+    assert vector_load_problems({"LDG.E.128.CONSTANT": 20}, {"LDG.E.CONSTANT": 80}) == []
+    assert vector_load_problems({"LDG.E.CONSTANT": 80}, {"LDG.E.64.CONSTANT": 4}) == [
+        "the vector path has no LDG.E.128", "the scalar path has wide loads"]

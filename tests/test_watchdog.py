@@ -50,6 +50,7 @@ def test_find_tool_looks_on_path_then_beside_nvcc(tmp_path, monkeypatch):
     on_path.mkdir()
     (on_path / "nvcc").symlink_to(toolkit / "nvcc")        # as Debian links /usr/bin/nvcc into the toolkit
     monkeypatch.setenv("PATH", str(on_path))
+    monkeypatch.setattr(watchdog, "wheel_bins", lambda: [])  # and no wheel of it
     assert watchdog.find_tool("cuobjdump") is None          # a toolkit without the tool
     beside = _executable(toolkit / "cuobjdump")
     assert watchdog.find_tool("cuobjdump") == str(beside)
@@ -57,6 +58,21 @@ def test_find_tool_looks_on_path_then_beside_nvcc(tmp_path, monkeypatch):
     assert watchdog.find_tool("cuobjdump") == str(first)    # PATH wins
     elsewhere = _executable(tmp_path / "opt" / "ncu")
     assert watchdog.find_tool("ncu", str(tmp_path / "nowhere"), str(elsewhere)) == str(elsewhere)
+
+
+def test_find_tool_looks_in_nvidias_wheels_after_the_toolkit(tmp_path, monkeypatch):
+    """pip's nvidia-cuda-cuobjdump puts the tool in site-packages/nvidia/cu13/bin, which is on no PATH."""
+    site = tmp_path / "site-packages"
+    old, new = _executable(site / "nvidia" / "cu12" / "bin" / "cuobjdump"), _executable(site / "nvidia" / "cu13" / "bin" / "cuobjdump")
+    monkeypatch.setattr(watchdog.sys, "path", [str(site)])
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert watchdog.wheel_bins() == [str(new.parent), str(old.parent)]      # the newest CUDA major first
+    assert watchdog.find_tool("cuobjdump") == str(new)
+    toolkit = tmp_path / "cuda" / "bin"
+    _executable(toolkit / "nvcc")
+    beside = _executable(toolkit / "cuobjdump")
+    monkeypatch.setenv("PATH", str(toolkit))
+    assert watchdog.find_tool("cuobjdump") == str(beside)                   # the toolkit's own wins
 
 
 def test_sanitizer_says_why_it_cannot_run(tmp_path, monkeypatch):
