@@ -6,8 +6,8 @@ GEMMLAB_STRICT_TOOLS=1). The GPU suite checks chapter 9's claims on the cubin th
 import pytest
 
 from gemmlab import compile_units, compiler, fast_configs, registry, tc_configs, tma, watchdog
-from sass_claims import (HOPPER_OPS, TENSOR_OPS, bank_model_problems, hopper_problems, tensor_ladder_problems,
-                         vector_load_problems)
+from sass_claims import (HOPPER_OPS, TENSOR_OPS, bank_model_problems, counted_loop_problems, hopper_problems,
+                         tensor_ladder_problems, vector_load_problems)
 
 pytestmark = pytest.mark.usefixtures("nvcc_path")
 
@@ -44,6 +44,13 @@ def test_chapter_4_bank_model_counts_the_shared_memory_instructions():
     assert not problems
 
 
+def test_chapter_6_a_loop_the_compiler_can_count_unrolls():
+    counted, strided = registry.lookup("regtile2d_t"), registry.lookup("regtile2d_t_strided")
+    assert counted.source == strided.source
+    sass = compiler.offline_sass(compile_units.unit(counted.source), "sm_90", [counted.function, strided.function])
+    assert not counted_loop_problems(sass[counted.function], sass[strided.function])
+
+
 def test_chapter_7_vector_and_scalar_loads():
     fast = fast_configs.FAST                                # the chapter's kernel
     scalar = fast_configs.config(fast.function + "_scalar")
@@ -68,5 +75,11 @@ def test_the_claims_can_fail():
     plain = {"LDS": 64, "LDS.128": 16, "STS": 4, "FFMA": 64}               # two phases of the tiled kernel
     assert bank_model_problems(plain, "plain") == [] and bank_model_problems(plain, "transposed")
     assert vector_load_problems({"LDG.E.128.CONSTANT": 20}, {"LDG.E.CONSTANT": 80}) == []
+    listing = lambda ops: "".join(f"/*{16 * i:04x}*/ {op} ;\n" for i, op in enumerate(ops))
+    counted = listing(["LDG"] * 8 + ["STS"] * 8 + ["LDS.128"] * 32 + ["FFMA"] * 512 + ["BRA"] * 4)
+    strided = listing((["LDG", "STS"] * 14) + ["LDS.128"] * 32 + ["FFMA"] * 512 + ["BRA"] * 19)
+    assert counted_loop_problems(counted, strided) == []
+    assert counted_loop_problems(strided, counted) == ["the counted loop does not load 8 values, all before its 8 stores",
+                                                       "the strided loop is not the one with more branches and more loads in its code"]
     assert vector_load_problems({"LDG.E.CONSTANT": 80}, {"LDG.E.64.CONSTANT": 4}) == [
         "the vector path has no LDG.E.128", "the scalar path has wide loads"]
