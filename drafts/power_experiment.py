@@ -28,23 +28,20 @@ REASONS = {0x1: "idle", 0x2: "app clocks", 0x4: "SW power cap", 0x8: "HW slowdow
            0x20: "SW thermal", 0x40: "HW thermal", 0x80: "HW power brake", 0x100: "display clocks"}
 
 
-def reasons_field() -> str:
-    """The name this driver gives the clock-event reasons (renamed from 'throttle' in newer drivers)."""
-    listing = subprocess.run(["nvidia-smi", "--help-query-gpu"], capture_output=True, text=True).stdout
-    return "clocks_event_reasons.active" if "clocks_event_reasons.active" in listing else "clocks_throttle_reasons.active"
-
-
-def power_field() -> str:
-    listing = subprocess.run(["nvidia-smi", "--help-query-gpu"], capture_output=True, text=True).stdout
-    return "power.draw.instant" if "power.draw.instant" in listing else "power.draw"
+def query_fields() -> str:
+    """What nvidia-smi samples, in the names this driver knows: newer drivers call the clock-event reasons 'event'
+    (older ones 'throttle') and have an instantaneous power reading beside the averaged one."""
+    known = subprocess.run(["nvidia-smi", "--help-query-gpu"], capture_output=True, text=True).stdout
+    power = "power.draw.instant" if "power.draw.instant" in known else "power.draw"
+    reasons = "clocks_event_reasons.active" if "clocks_event_reasons.active" in known else "clocks_throttle_reasons.active"
+    return f"timestamp,clocks.sm,{power},{reasons}"
 
 
 class Sampler:
     """nvidia-smi in the background: (host time, SM MHz, watts, reasons bitmask) every 50 ms."""
 
     def __init__(self):
-        fields = f"timestamp,clocks.sm,{power_field()},{reasons_field()}"
-        self.fields = fields
+        self.fields = fields = query_fields()
         self.proc = subprocess.Popen(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits",
                                       "-lms", "50"], stdout=subprocess.PIPE, text=True)
         self.samples = []

@@ -53,6 +53,10 @@ class Prepared:
     def result(self, seconds: float) -> GemmResult:
         return _result(self.name, self.M, self.N, self.K, seconds, self.correct, self.precision)
 
+    def timed(self, repeat: int = 5) -> GemmResult:
+        """Its row of the ladder, timed on its own: the median of ``repeat`` timings (:func:`gemmlab.timing.time_gpu`)."""
+        return self.result(timing.time_gpu(self.run, warmup=1, repeat=repeat).median_s)
+
 
 def prepare_gemm(kernel: GemmKernel, A: np.ndarray, B: np.ndarray, reference: verify.Reference | None = None,
                  extra_shared: int = 0) -> Prepared:
@@ -68,8 +72,7 @@ def prepare_gemm(kernel: GemmKernel, A: np.ndarray, B: np.ndarray, reference: ve
 def time_gemm(kernel: GemmKernel, A: np.ndarray, B: np.ndarray, repeat: int = 5,
               reference: verify.Reference | None = None, extra_shared: int = 0) -> GemmResult:
     """Check ``kernel`` on (A, B) (:func:`prepare_gemm`), then time it on the same device buffers."""
-    p = prepare_gemm(kernel, A, B, reference, extra_shared)
-    return p.result(timing.time_gpu(p.run, warmup=1, repeat=repeat).median_s)
+    return prepare_gemm(kernel, A, B, reference, extra_shared).timed(repeat)
 
 
 #: What a cell says, once, where CuPy (and so the cuBLAS baseline) is missing.
@@ -114,7 +117,7 @@ def prepare_cublas(A: np.ndarray, B: np.ndarray, reference: verify.Reference | N
 def time_cublas(A: np.ndarray, B: np.ndarray, repeat: int = 5, reference: verify.Reference | None = None) -> GemmResult | None:
     """cuBLAS SGEMM (:func:`prepare_cublas`), timed; None without CuPy."""
     p = prepare_cublas(A, B, reference)
-    return None if p is None else p.result(timing.time_gpu(p.run, warmup=1, repeat=repeat).median_s)
+    return None if p is None else p.timed(repeat)
 
 
 def of_cublas(result: GemmResult, cublas: GemmResult | None) -> str:
@@ -171,9 +174,9 @@ def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress
             ready = [prepare_gemm(k, A, B, ref) for k in chosen]
             base = prepare_baseline(A, B, ref)
             ready += [base] if base is not None else []
-            times = timing.interleaved({p.name: p.run for p in ready}, timer=timing.time_gpu)
+            times = timing.interleaved({p.name: p.run for p in ready})
             timed = [p.result(times.median_s(p.name)) for p in ready]
-            del ready
+            del ready                           # this size's device buffers go before the next size's are made
             for r in timed:
                 log(format_row(r))
         else:
@@ -183,7 +186,7 @@ def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress
                 log(format_row(timed[-1]))
             base = prepare_baseline(A, B, ref)
             if base is not None:
-                timed.append(base.result(timing.time_gpu(base.run, warmup=1, repeat=repeat).median_s))
+                timed.append(base.timed(repeat))
                 log(format_row(timed[-1]))
         results += timed
         if progress:

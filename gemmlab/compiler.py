@@ -130,7 +130,7 @@ class CompiledFile:
         (for PTX, the cubin ptxas makes of the same PTX for this GPU, as the driver's JIT does).
         Raises :class:`SassUnavailable` where ``cuobjdump`` is missing."""
         self.function(name)
-        tool = _cuobjdump()
+        tools = _disassembler()
         cubin_bytes = self.image
         if self.arch.startswith("compute_"):
             from pycuda.compiler import compile as nvcc
@@ -139,7 +139,7 @@ class CompiledFile:
         with tempfile.TemporaryDirectory() as tmp:
             cubin = Path(tmp) / "kernel.cubin"
             cubin.write_bytes(cubin_bytes)
-            return _disassemble(tool, cubin, name)
+            return _disassemble(tools, cubin, name)
 
     @property
     def path(self) -> Path:
@@ -201,39 +201,42 @@ def offline_sass(unit: CompileUnit, arch: str, names) -> dict[str, str]:
     """The machine code of functions ``names`` of a compile unit compiled by nvcc for ``arch`` (``sm_90``,
     ``sm_90a`` ...), ``{name: listing}``, with no GPU: what :meth:`CompiledFile.sass` shows on a GPU of that
     architecture, from the same compiler. Needs nvcc and cuobjdump (:class:`SassUnavailable` without it)."""
-    tool = _cuobjdump()
+    tools = _disassembler()
     with tempfile.TemporaryDirectory() as tmp:
         cubin, _ = _nvcc_cubin(unit.text, arch, unit.options, tmp, unit.path.parent)
-        return {name: _disassemble(tool, cubin, name) for name in names}
+        return {name: _disassemble(tools, cubin, name) for name in names}
 
 
-def _cuobjdump() -> str:
-    """cuobjdump's path; it needs nvdisasm too (both in the toolkit, or NVIDIA's wheels of both)."""
-    tool, disassembler = watchdog.find_tool("cuobjdump"), watchdog.find_tool("nvdisasm")
-    if tool is None or disassembler is None:
+def _disassembler() -> tuple[str, str]:
+    """The paths of cuobjdump and of nvdisasm, which it runs (both in the toolkit, or NVIDIA's wheels of both)."""
+    tools = watchdog.find_tool("cuobjdump"), watchdog.find_tool("nvdisasm")
+    if None in tools:
         raise SassUnavailable(NO_CUOBJDUMP)
-    return tool
+    return tools
 
 
-def _disassemble(tool: str, cubin: Path, name: str) -> str:
-    """``cuobjdump -sass`` of one function of a cubin. cuobjdump runs nvdisasm, which may not be on PATH (beside nvcc,
-    or in its wheel): its folder goes first on cuobjdump's PATH."""
-    folders = [os.path.dirname(p) for p in (watchdog.find_tool("nvdisasm"), tool) if p]
-    env = {**os.environ, "PATH": os.pathsep.join([*folders, os.environ.get("PATH", "")])}
-    proc = subprocess.run([tool, "-sass", "-fun", name, str(cubin)], capture_output=True, text=True, timeout=120, env=env)
+def _disassemble(tools: tuple[str, str], cubin: Path, name: str) -> str:
+    """``cuobjdump -sass`` of one function of a cubin, with nvdisasm's folder first on its PATH (beside nvcc, or in
+    its wheel, it may be on none)."""
+    cuobjdump, nvdisasm = tools
+    env = {**os.environ, "PATH": os.pathsep.join([os.path.dirname(nvdisasm), os.environ.get("PATH", "")])}
+    proc = subprocess.run([cuobjdump, "-sass", "-fun", name, str(cubin)], capture_output=True, text=True, timeout=120, env=env)
     if proc.returncode != 0 or "not found" in proc.stderr:
         raise RuntimeError(f"cuobjdump failed for {name}: {proc.stderr.strip()[:200]}")
     return proc.stdout
 
 
+def opcodes(sass: str) -> list[str]:
+    """The instructions of a SASS listing in program order, each with its suffixes (``LDS.128``, ``HMMA.16816.F32``),
+    predicates dropped; ``.U`` (unsigned) is dropped too, so sm_75 and later read alike."""
+    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)", sass)
+    return [op.replace(".U.", ".").removesuffix(".U") for op in ops]
+
+
 def opcode_counts(sass: str, prefixes=("LDS", "STS")) -> dict[str, int]:
     """How often each instruction whose opcode starts with one of ``prefixes`` appears in a SASS
-    listing, with its width suffix (``LDS``, ``LDS.128``, ...); ``.U`` (unsigned) is dropped so sm_75 and later read alike."""
-    counts = collections.Counter()
-    for op in re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)", sass):
-        if op.startswith(tuple(prefixes)):
-            counts[op.replace(".U.", ".").removesuffix(".U")] += 1
-    return dict(sorted(counts.items()))
+    listing (:func:`opcodes`), with its width suffix (``LDS``, ``LDS.128``, ...)."""
+    return dict(sorted(collections.Counter(op for op in opcodes(sass) if op.startswith(tuple(prefixes))).items()))
 
 
 _loaded: dict[tuple, CompiledFile] = {}

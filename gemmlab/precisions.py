@@ -144,7 +144,7 @@ def time_cublas(A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
     """cuBLAS in ``precision`` (:func:`prepare_cublas`), timed, as a ladder row; None without CuPy or where cuBLAS
     refuses."""
     p = prepare_cublas(A, B, precision, reference)
-    return None if p is None else p.result(timing.time_gpu(p.run, warmup=1, repeat=repeat).median_s)
+    return None if p is None else p.timed(repeat)
 
 
 def compare(kernels: dict, A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,

@@ -75,7 +75,7 @@ class Interleaved:
 
 
 def interleaved(runs: dict[str, Callable[[], object]], rounds: int = 11, block_s: float = 6e-3, warm_s: float = 0.4,
-                timer: Callable[..., Timing] = time_gpu, clock: Callable[[], float] | None = None) -> Interleaved:
+                timer: Callable[..., Timing] | None = None, clock: Callable[[], float] | None = None) -> Interleaved:
     """Time several functions against each other so that they see the same clocks: after ``warm_s`` seconds of
     load (every function in turn), ``rounds`` rounds in which each function runs for a block of at least
     ``block_s`` seconds of back-to-back calls (:func:`time_gpu`), one after the other.
@@ -84,11 +84,12 @@ def interleaved(runs: dict[str, Callable[[], object]], rounds: int = 11, block_s
     MHz when idle, fell to 1,470-1,545 MHz at the start of bursts of GEMMs), so a function timed alone, before or
     after another, may see other clocks: short timings taken one after the other spread by up to 15% on one
     machine, where the per-round ratios of interleaved blocks repeat to about 1% (``drafts/README.md``).
-    ``timer`` and ``clock`` are for the tests."""
+    ``timer`` (by default :func:`time_gpu`) and ``clock`` are for the tests."""
     if not runs:
         raise ValueError("interleaved needs at least one function to time")
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
+    timer = timer or time_gpu
     if clock is None:
         import time
         clock = time.monotonic

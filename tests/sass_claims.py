@@ -2,8 +2,6 @@
 the GPU tests apply them to the SASS of the cubin that ran, test_sass.py to nvcc's cubin for the same architecture
 with no GPU. Each returns the claims that do not hold, as sentences; an empty list when all hold."""
 
-import re
-
 HOPPER_OPS = ("HGMMA", "UTMALDG", "UTMASTG", "UTMAREDG", "STG", "LDL", "STL")
 TENSOR_OPS = ("HMMA", "LDSM", "LDGSTS", "LDG", "STS", "BAR")
 
@@ -74,18 +72,16 @@ def vector_load_problems(vector: dict, scalar: dict) -> list[str]:
     return out
 
 
-def _opcodes(sass: str) -> list[str]:
-    """The opcodes of a SASS listing in program order."""
-    return re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass)
-
-
 def counted_loop_problems(counted: str, strided: str) -> list[str]:
     """Chapter 6: the same 512 FFMA and 32 LDS.128 in both kernels; the loop that counts passes (regtile2d_t) has
     exactly 8 global loads and 8 shared stores, all the loads first, and fewer branches than the strided loop
     (regtile2d_t_strided), which has more loads in its code. Arguments: the two SASS listings."""
     out = []
-    ops = {name: _opcodes(sass) for name, sass in (("counted", counted), ("strided", strided))}
-    wide = {name: len(re.findall(r"\bLDS\.128\b", sass)) for name, sass in (("counted", counted), ("strided", strided))}
+    from gemmlab import compiler
+
+    full = {"counted": compiler.opcodes(counted), "strided": compiler.opcodes(strided)}
+    ops = {name: [op.split(".")[0] for op in listing] for name, listing in full.items()}
+    wide = {name: listing.count("LDS.128") for name, listing in full.items()}
     if {n: o.count("FFMA") for n, o in ops.items()} != {"counted": 512, "strided": 512} or set(wide.values()) != {32}:
         out.append("not the same 512 FFMA and 32 LDS.128 in both")
     c = ops["counted"]
