@@ -137,7 +137,7 @@ def main():
                 flops = 2.0 * n ** 3
                 line = ", ".join(f"{k} {flops / times.median_s(k) / 1e12:.1f} TFLOP/s" for k in runs)
                 median, low, high = times.ratio("fast", "tc_wide")
-                beside = f"; the probe {probe / 1e12:.1f} TFLOP/s" if probe else ""
+                beside = f"; the probe {probe:.1f} TFLOP/s" if probe else ""
                 print(f"{p} {n}^3: {line}; fast / tc_wide {median:.1f}% ({low:.1f}-{high:.1f}){beside}", flush=True)
 
 

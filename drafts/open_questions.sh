@@ -17,7 +17,7 @@ mkdir -p "$out"
 for part in $parts; do
   case $part in
     power)
-      timeout 150 python3 drafts/power_experiment.py > "$out/power.txt" 2>&1
+      timeout 150 python3 scripts/power_under_load.py > "$out/power.txt" 2>&1
       echo "power_experiment: rc $?" >> "$out/power.txt" ;;
     ncu)
       kernels='regex:nvjet|wgmma_gemm_(tmastore|streamk)_bf16'

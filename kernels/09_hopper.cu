@@ -18,7 +18,7 @@
 //       FP16 inputs, B given as its transpose Bt (N x K), both through tensor maps of 64-wide boxes in the 128-byte
 //       swizzle. One warpgroup per 64 x 128 tile of C, one 64-deep K-tile at a time: copy, wait on the mbarrier, four
 //       wgmma m64n128k16, wait for them, barrier, next tile. No pipeline yet; the copy engine's zeros outside the
-//       tensor handle every edge. Grid (ceil(N / 128), ceil(M / 64)), 128 threads, WGMMA_GEMM_V0_SHARED bytes of
+//       tensor handle every edge of the loads, and the stores check C's. Grid (ceil(N / 128), ceil(M / 64)), 128 threads, WGMMA_GEMM_V0_SHARED bytes of
 //       dynamic shared memory (1024-byte aligned tiles).
 //   wgmma_gemm_ws_bf16 / _f16 (same arguments) - the same product, warp-specialised: a ring of 4 stages, a producer
 //       warpgroup (one thread drives the copy engine) and two consumer warpgroups, each 64 x 256 of a 128 x 256 tile.
@@ -52,8 +52,8 @@ __device__ __forceinline__ unsigned tma_smem(const void* p)
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// Thread 0: the barrier counts one arrival and `bytes` of transactions; init must be visible to the copy engine
-// (the async proxy) before any copy names the barrier.
+// Thread 0: the barrier expects one arrival per phase (the bytes to expect come with barrier_expect); init must be
+// visible to the copy engine (the async proxy) before any copy names the barrier.
 __device__ __forceinline__ void barrier_init(uint64_t* bar)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(tma_smem(bar)));
@@ -412,48 +412,6 @@ __device__ __forceinline__ void await_part(const unsigned* flag, unsigned epoch)
 }
 // [/streamk_handoff]
 
-// [gemm_ws]
-// The warp-specialised kernels: a ring of WS_STAGES tiles filled by the copy engine, one producer warpgroup and two
-// consumer warpgroups. Thread 0 (the producer) waits until a stage is empty, tells its full barrier how many bytes
-// to expect, and asks for the next 128 x 64 tile of A and 256 x 64 tile of Bt; each consumer warpgroup waits until
-// the stage is full, multiplies its 64 rows of A by all 256 columns (four wgmma m64n256k16), and each of its warps
-// marks the stage empty again once those wgmma are done (the empty barrier counts all eight consumer warps). The
-// producer gives registers back (setmaxnreg) so that the consumers can hold 128 accumulators each. Two switches:
-//   OVERLAP     a consumer waits for the wgmma of the tile before (wait_group 1), not of this one (wait_group 0),
-//               so the tensor cores always have the next tile's work queued while a stage is handed back;
-//   PERSISTENT  one block per SM walks over the tiles of C (tile t, t + gridDim.x, ...) in groups of WS_GROUP rows
-//               of tiles, so that the blocks running together share rows of A and columns of B in the L2, and the
-//               producer fills the ring for the next tile while the consumers store this one;
-//   STORE       how many neighbouring columns of C one store writes: 1, 2 (store_d_pairs) or 4 (store_d_quads);
-//               0: none, the copy engine stores C from shared memory (store_d_tma, through C's tensor map);
-//   CLUSTER     2: the blocks work in clusters of two on rows of tiles 2i and 2i + 1 of one column, and each block's
-//               copy engine fetches half of the shared B tile into both (multicast): half the B traffic from the
-//               L2. A stage is empty once the consumers of both blocks are done with it;
-//   STREAMK     (the last section of the chapter) the last round's K-tiles are shared out evenly between the units
-//               (StreamK), and the parts of a tile cut between units are added up in C by the copy engine.
-// Producer and consumers walk the same portions (StreamK: whole tiles, and with STREAMK parts of tiles), so the
-// ring's stages and phases agree.
-#define WS_BM 128
-#define WS_BN 256
-#define WS_BK 64
-#define WS_STAGES 4
-#define WS_CONSUMERS 2
-#define WS_THREADS 384
-#define WS_GROUP 8
-#define WGMMA_GEMM_WS_SHARED (1024 + WS_STAGES * (WS_BM + WS_BN) * WS_BK * 2)
-
-__device__ __forceinline__ void barrier_init_count(uint64_t* bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(tma_smem(bar)), "r"(count));
-}
-
-__device__ __forceinline__ void barrier_arrive(uint64_t* bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(tma_smem(bar)) : "memory");
-}
-
-static_assert(WS_THREADS == 128 * (1 + WS_CONSUMERS), "one producer and WS_CONSUMERS consumer warpgroups");
-
 // [cluster_helpers]
 // Clusters of two blocks (a step of chapter 9's ladder): the block's rank in its cluster, a barrier over every thread of the
 // cluster that has not exited, an arrival on the other block's copy of a barrier, and a copy that the engine writes
@@ -534,6 +492,48 @@ __device__ __forceinline__ void store_d_tma(const float (&d)[REGS], const CUtens
     }
 }
 // [/store_d_tma]
+
+// [gemm_ws]
+// The warp-specialised kernels: a ring of WS_STAGES tiles filled by the copy engine, one producer warpgroup and two
+// consumer warpgroups. Thread 0 (the producer) waits until a stage is empty, tells its full barrier how many bytes
+// to expect, and asks for the next 128 x 64 tile of A and 256 x 64 tile of Bt; each consumer warpgroup waits until
+// the stage is full, multiplies its 64 rows of A by all 256 columns (four wgmma m64n256k16), and each of its warps
+// marks the stage empty again once those wgmma are done (the empty barrier counts all eight consumer warps). The
+// producer gives registers back (setmaxnreg) so that the consumers can hold 128 accumulators each. Two switches:
+//   OVERLAP     a consumer waits for the wgmma of the tile before (wait_group 1), not of this one (wait_group 0),
+//               so the tensor cores always have the next tile's work queued while a stage is handed back;
+//   PERSISTENT  one block per SM walks over the tiles of C (tile t, t + gridDim.x, ...) in groups of WS_GROUP rows
+//               of tiles, so that the blocks running together share rows of A and columns of B in the L2, and the
+//               producer fills the ring for the next tile while the consumers store this one;
+//   STORE       how many neighbouring columns of C one store writes: 1, 2 (store_d_pairs) or 4 (store_d_quads);
+//               0: none, the copy engine stores C from shared memory (store_d_tma, through C's tensor map);
+//   CLUSTER     2: the blocks work in clusters of two on rows of tiles 2i and 2i + 1 of one column, and each block's
+//               copy engine fetches half of the shared B tile into both (multicast): half the B traffic from the
+//               L2. A stage is empty once the consumers of both blocks are done with it;
+//   STREAMK     (a section of its own, beside the ladder) the last round's K-tiles are shared out evenly between the units
+//               (StreamK), and the parts of a tile cut between units are added up in C by the copy engine.
+// Producer and consumers walk the same portions (StreamK: whole tiles, and with STREAMK parts of tiles), so the
+// ring's stages and phases agree.
+#define WS_BM 128
+#define WS_BN 256
+#define WS_BK 64
+#define WS_STAGES 4
+#define WS_CONSUMERS 2
+#define WS_THREADS 384
+#define WS_GROUP 8
+#define WGMMA_GEMM_WS_SHARED (1024 + WS_STAGES * (WS_BM + WS_BN) * WS_BK * 2)
+
+__device__ __forceinline__ void barrier_init_count(uint64_t* bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(tma_smem(bar)), "r"(count));
+}
+
+__device__ __forceinline__ void barrier_arrive(uint64_t* bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(tma_smem(bar)) : "memory");
+}
+
+static_assert(WS_THREADS == 128 * (1 + WS_CONSUMERS), "one producer and WS_CONSUMERS consumer warpgroups");
 
 // A consumer warp is done with a stage: it says so to its block's empty barrier and, in a cluster, to the other
 // block's too (whose copy engine writes half of the stage's B into this block).

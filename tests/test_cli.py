@@ -42,6 +42,13 @@ def test_bad_size_argument_is_refused():
     assert proc.returncode == 2 and "must be N or MxNxK with positive integers" in proc.stderr
 
 
+def test_a_size_given_twice_is_refused_before_the_gpu():
+    # 4096 and 4096x4096x4096 are the same size: both rows would take their share from one cuBLAS timing
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--sizes", "4096", "512", "4096x4096x4096"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "size 4096x4096x4096 given twice" in proc.stderr
+
+
 @pytest.mark.parametrize("value", ["0", "-3", "five"])
 def test_bad_repeat_is_refused_before_the_gpu(value):
     proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--repeat", value], capture_output=True, text=True,

@@ -1,18 +1,16 @@
-# Does the H200's power cap, not its clock, set the speed of chapters 8 and 9's kernels? Each kernel runs alone, back
+# Does the GPU's power cap, not its clock, set the speed of chapters 8 and 9's kernels? Each kernel runs alone, back
 # to back, for SECONDS seconds while nvidia-smi samples the SM clock and the board's power every 50 ms. Per kernel:
 # TFLOP/s, mean SM clock and power over the steady part (after the first 1.5 s: nvidia-smi's power.draw is an
-# average over about a second on recent drivers), FLOP per SM clock cycle and FLOP per joule, and the clock-event
+# average over about a second on some drivers), FLOP per SM clock cycle and FLOP per joule, and the clock-event
 # reasons seen (SW power cap, thermal ...).
 #
-# Why: the interleaved timings of drafts/README.md saw the clock fall from 1,980 MHz to about 1,500 under load. If
-# kernels that do the same work run at different clocks, then FLOP per joule decides their speed, not FLOP per
-# cycle, and two open questions read differently:
-#   - chapter 9, stream-K at 4096^3 (it balances the last round, which a time model says saves 2.7%, yet loses about
-#     5 points): idle SMs in an unbalanced tail leave power to the busy ones, which then clock higher;
-#   - chapter 8, the best mma.sync kernel at 71% of the probe: the probe moves no memory, so it may hold a higher
-#     clock than any kernel that does; its FLOP per cycle says how far the kernel is from it at equal clocks.
-# Run on the GPU (about 70 s):   timeout 280 python3 drafts/power_experiment.py [--seconds 4]
-import argparse, datetime, statistics, subprocess, sys, threading, time
+# The answer on the H200 (results/power-h200.txt, 2026-12-01): yes. Chapter 8's mma.sync probe moves no memory and
+# holds 1,980 MHz at about 350 W; every GEMM (cuBLAS, chapter 8's best, chapter 9's kernels) meets the 700 W cap and
+# runs at 1,390-1,770 MHz. So under sustained load FLOP per joule decides speed, and "% of the probe" compares a
+# kernel at the cap's clock with a probe at the top clock: FLOP per cycle is the comparison at equal clocks.
+# Run on a GPU with CuPy and nvidia-smi (about 80 s on the H200; chapter 9's kernels are skipped on other GPUs):
+#   timeout 280 python3 scripts/power_under_load.py [--seconds 4]
+import argparse, datetime, shutil, statistics, subprocess, sys, threading, time
 from pathlib import Path
 
 import numpy as np
@@ -114,10 +112,12 @@ def report(name, flops, t0, t1, batches, sampler):
 
 def main(seconds: float):
     from gemmlab import bench, compile_units, compiler, device, gpu, precisions, probes, registry, verify
+    if shutil.which("nvidia-smi") is None:
+        sys.exit("power_under_load: needs nvidia-smi (it samples the clock and the power)")
     gpu.cuda()
     cp = bench.cupy_or_none()
     if cp is None:
-        sys.exit("needs CuPy for cuBLAS")
+        sys.exit("power_under_load: needs CuPy for cuBLAS")
     spec = device.current()
     info = subprocess.run(["nvidia-smi", "--query-gpu=name,power.limit,enforced.power.limit,clocks.max.sm",
                            "--format=csv"], capture_output=True, text=True).stdout
@@ -165,4 +165,8 @@ def main(seconds: float):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=4.0, help="how long each kernel runs (default 4)")
-    main(parser.parse_args().seconds)
+    from gemmlab import gpu
+    try:
+        main(parser.parse_args().seconds)
+    except gpu.GPUUnavailable as exc:
+        sys.exit(f"power_under_load: {exc}")
