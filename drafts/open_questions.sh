@@ -10,9 +10,11 @@
 #           interleaved with cuBLAS at four sizes.
 # fastpath  Chapter 8: the best kernel with predicate-free copies for inner tiles (08_fastpath_experiment.py)
 #           against itself and cuBLAS, interleaved, beside the mma.sync probe; correctness at awkward sizes first.
-out=${1:?usage: open_questions.sh OUTPUT_DIR [power] [ncu] [epilogue] [fastpath]}
+# energy    Chapter 9 at 4096^3: the last step and ping-pong with other tile-group sizes, at equal clocks and at equal
+#           power (09_energy_experiment.py, about 5 minutes).
+out=${1:?usage: open_questions.sh OUTPUT_DIR [power] [ncu] [epilogue] [fastpath] [energy]}
 shift
-parts=${*:-power ncu epilogue fastpath}
+parts=${*:-power ncu epilogue fastpath energy}
 mkdir -p "$out"
 for part in $parts; do
   case $part in
@@ -40,7 +42,10 @@ for part in $parts; do
     fastpath)
       timeout 240 python3 drafts/08_fastpath_experiment.py > "$out/fastpath.txt" 2>&1
       echo "fastpath experiment: rc $?" >> "$out/fastpath.txt" ;;
-    *) echo "unknown part $part (power, ncu, epilogue, fastpath)" >&2; exit 2 ;;
+    energy)
+      timeout 420 python3 drafts/09_energy_experiment.py > "$out/energy.txt" 2>&1
+      echo "energy experiment: rc $?" >> "$out/energy.txt" ;;
+    *) echo "unknown part $part (power, ncu, epilogue, fastpath, energy)" >&2; exit 2 ;;
   esac
 done
 tail -n 4 "$out"/*.txt "$out"/*.err 2>/dev/null

@@ -11,6 +11,7 @@
 # Run on a GPU with CuPy and nvidia-smi (about 80 s on the H200; chapter 9's kernels are skipped on other GPUs):
 #   timeout 280 python3 scripts/power_under_load.py [--seconds 4]
 import argparse, datetime, shutil, statistics, subprocess, sys, threading, time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -92,25 +93,52 @@ def sustained(run, seconds: float):
     return t_start, time.time(), batches
 
 
-def report(name, flops, t0, t1, batches, sampler):
+@dataclass(frozen=True)
+class Reading:
+    """One kernel's steady state under sustained load: its rate and the clock and power it ran at."""
+
+    tflops: float
+    mhz: float
+    watts: float
+    reasons: str
+
+    @property
+    def kflop_per_cycle(self) -> float:
+        return self.tflops * 1e12 / (self.mhz * 1e6) / 1e3
+
+    @property
+    def gflop_per_joule(self) -> float:
+        return self.tflops * 1e12 / self.watts / 1e9
+
+
+def reading(flops: float, t0: float, t1: float, batches, samples) -> Reading | None:
+    """The steady part (after STEADY_AFTER_S) of a run from t0 to t1: the median time per call of the batches that
+    ended in it, and the mean clock and power of the samples taken in it; None if either is empty."""
     steady = [dt for t, dt in batches if t >= t0 + STEADY_AFTER_S]
-    samples = sampler.between(t0 + STEADY_AFTER_S, t1)
-    if not steady or not samples:
-        print(f"{name:28s} too short to read (batches {len(steady)}, samples {len(samples)})", flush=True)
-        return
-    per_call = statistics.median(steady)
-    mhz = statistics.mean(s[1] for s in samples)
-    watts = statistics.mean(s[2] for s in samples)
+    inside = [s for s in samples if t0 + STEADY_AFTER_S <= s[0] <= t1]
+    if not steady or not inside:
+        return None
     seen = 0
-    for s in samples:
+    for s in inside:
         seen |= s[3]
-    why = ", ".join(v for k, v in REASONS.items() if seen & k) or "none"
-    rate = flops / per_call
-    print(f"{name:28s} {rate / 1e12:7.1f} TFLOP/s  {mhz:6.0f} MHz  {watts:6.1f} W  "
-          f"{rate / (mhz * 1e6) / 1e3:7.1f} kFLOP/cycle  {rate / watts / 1e9:6.2f} GFLOP/J  reasons: {why}", flush=True)
+    return Reading(flops / statistics.median(steady) / 1e12, statistics.mean(s[1] for s in inside),
+                   statistics.mean(s[2] for s in inside),
+                   ", ".join(v for k, v in REASONS.items() if seen & k) or "none")
 
 
-def main(seconds: float):
+def measure(name: str, run, flops: float, seconds: float, sampler) -> Reading | None:
+    """Run ``run`` back to back for ``seconds`` while ``sampler`` watches, print one line and return the reading."""
+    t0, t1, batches = sustained(run, seconds)
+    r = reading(flops, t0, t1, batches, sampler.samples)
+    if r is None:
+        print(f"{name:28s} too short to read", flush=True)
+    else:
+        print(f"{name:28s} {r.tflops:7.1f} TFLOP/s  {r.mhz:6.0f} MHz  {r.watts:6.1f} W  {r.kflop_per_cycle:7.1f} "
+              f"kFLOP/cycle  {r.gflop_per_joule:6.2f} GFLOP/J  reasons: {r.reasons}", flush=True)
+    return r
+
+
+def main(seconds: float, sizes=SIZES, kernels=KERNELS):
     from gemmlab import bench, compile_units, compiler, device, gpu, precisions, probes, registry, verify
     if shutil.which("nvidia-smi") is None:
         sys.exit("power_under_load: needs nvidia-smi (it samples the clock and the power)")
@@ -137,26 +165,24 @@ def main(seconds: float):
     from pycuda import gpuarray
     out = gpuarray.zeros(grid[0] * threads, np.float32)
     flops = grid[0] * threads // 32 * iters * compile_units.MMA_CHAINS * 2 * 16 * 8 * 16
-    t0, t1, b = sustained(lambda: fn(out.gpudata, np.int32(iters), block=(threads, 1, 1), grid=grid), seconds)
-    report("mma.sync probe (bf16)", flops, t0, t1, b, sampler)
+    measure("mma.sync probe (bf16)", lambda: fn(out.gpudata, np.int32(iters), block=(threads, 1, 1), grid=grid), flops,
+            seconds, sampler)
     time.sleep(1.0)
 
-    for n in SIZES:
+    for n in sizes:
         A, B = verify.random_operands(n, n, n, seed=1)
         run, _ = precisions._cublas_call(cp, A, B, "BF16")
         flops = 2.0 * n ** 3
-        t0, t1, b = sustained(run, seconds)
-        report(f"cuBLAS BF16 {n}^3", flops, t0, t1, b, sampler)
+        measure(f"cuBLAS BF16 {n}^3", run, flops, seconds, sampler)
         time.sleep(1.0)
-        for name in KERNELS:
+        for name in kernels:
             kernel = registry.lookup(name)
             reason = kernel.unavailable_on(spec) if hasattr(kernel, "unavailable_on") else None
             if reason:
                 print(reason, flush=True)
                 continue
             problem = kernel.on_device(A, B)
-            t0, t1, b = sustained(problem.launch, seconds)
-            report(f"{name} {n}^3", flops, t0, t1, b, sampler)
+            measure(f"{name} {n}^3", problem.launch, flops, seconds, sampler)
             del problem
             time.sleep(1.0)
     sampler.stop()
@@ -165,8 +191,16 @@ def main(seconds: float):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=4.0, help="how long each kernel runs (default 4)")
-    from gemmlab import gpu
+    parser.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="N of the N x N x N products (default 4096 8192)")
+    parser.add_argument("--kernels", nargs="+", default=KERNELS,
+                        help="BF16 kernels of gemmlab.registry.by_precision('BF16'), each beside cuBLAS BF16")
+    args = parser.parse_args()
+    from gemmlab import gpu, registry
+    unknown = [k for k in args.kernels if k not in registry.by_precision("BF16")]
+    if unknown or min(args.sizes) < 1 or args.seconds <= STEADY_AFTER_S:
+        parser.error(f"no BF16 kernel named {', '.join(unknown)}" if unknown else
+                     f"sizes must be positive and --seconds more than the {STEADY_AFTER_S} s the clock takes to settle")
     try:
-        main(parser.parse_args().seconds)
+        main(args.seconds, args.sizes, args.kernels)
     except gpu.GPUUnavailable as exc:
         sys.exit(f"power_under_load: {exc}")

@@ -1,0 +1,91 @@
+# Can chapter 9's kernels win at 4096^3 at equal *power*, not only at equal clocks? Under a sustained load the H200 sits
+# at its 700 W limit (results/power-h200.txt), so a kernel that moves fewer bytes through DRAM and the L2 per FLOP
+# gets a higher clock. At 4096^3 the last step does 99.6% of cuBLAS's work per cycle but 99.1% per joule, ping-pong
+# 101.2% per cycle but 94.7% per joule. The order of the tiles decides how often A and B come from DRAM: A and B
+# are 32 MiB each in BF16 at 4096^3, against an L2 of about 50 MiB. This draft builds the last step and ping-pong
+# with other group sizes of the persistent tile order (WS_GROUP rows of tiles walked column by column; 8 in the
+# chapter; 32 rows of tiles at 4096^3, so 32 means column-major over the whole matrix), each from a copy of
+# kernels/09_hopper.cu with that one #define changed, and measures every variant two ways: interleaved with cuBLAS
+# (equal clocks), and alone for 4 s with nvidia-smi watching (equal power: TFLOP/s, clock, watts, per cycle, per
+# joule; scripts/power_under_load.py's measure). Correctness first, at 1000x2000x777 and at the timed size.
+# Run on a Hopper GPU with CuPy and nvidia-smi (about 4-5 minutes, most of it compiling five copies of the file):
+#   timeout 420 python3 drafts/09_energy_experiment.py [--sizes 4096] [--groups 2 4 16 32]
+import argparse, importlib.util, sys, tempfile, time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from gemmlab import bench, compile_units, gpu, precisions, tensor_gemm, timing, tma, verify
+
+BASE_GROUP = "#define WS_GROUP 8\n"
+KERNELS = {"last": tma.GEMM_TMA_STORE, "pingpong": tma.GEMM_PINGPONG}
+
+
+def power_script():
+    spec = importlib.util.spec_from_file_location("power_under_load", ROOT / "scripts" / "power_under_load.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def variant_source(group: int) -> str:
+    text = (ROOT / "kernels" / tma.SOURCE).read_text()
+    assert text.count(BASE_GROUP) == 1, "kernels/09_hopper.cu changed: cannot find its WS_GROUP"
+    return text.replace(BASE_GROUP, f"#define WS_GROUP {group}\n")
+
+
+def main(sizes, groups, seconds):
+    power = power_script()
+    gpu.cuda()
+    cp = bench.cupy_or_none()
+    if cp is None:
+        sys.exit("needs CuPy for cuBLAS")
+    with tempfile.TemporaryDirectory() as tmp:
+        kernels = {f"{k}_g8": tma.hopper_kernel(c) for k, c in KERNELS.items()}
+        for g in groups:
+            path = Path(tmp) / f"09_hopper_g{g}.cu"
+            path.write_text(variant_source(g))
+            unit = compile_units.CompileUnit(path, arch_specific="sm_90a")
+            kernels.update({f"{k}_g{g}": replace(tma.hopper_kernel(c), source=unit) for k, c in KERNELS.items()})
+        A, B = verify.random_operands(1000, 2000, 777, seed=3)
+        ref = tensor_gemm.reference(A, B, "BF16")
+        print("correct at 1000x2000x777:", {n: ref.check(k(A, B)).ok for n, k in kernels.items()}, flush=True)
+        sampler = power.Sampler()
+        time.sleep(1.0)
+        for n in sizes:
+            A, B = verify.random_operands(n, n, n, seed=1)
+            ref = tensor_gemm.reference(A, B, "BF16")
+            wrong = [name for name, k in kernels.items() if not ref.check(k(A, B)).ok]
+            print(f"{n}^3: {'all correct' if not wrong else 'WRONG: ' + ', '.join(wrong)}", flush=True)
+            run, _ = precisions._cublas_call(cp, A, B, "BF16")
+            problems = {name: k.on_device(A, B) for name, k in kernels.items()}
+            flops = 2.0 * n ** 3
+            times = timing.interleaved({"cuBLAS": run, **{name: p.launch for name, p in problems.items()}})
+            print(f"interleaved, {n}^3: cuBLAS {flops / times.median_s('cuBLAS') / 1e12:.1f} TFLOP/s", flush=True)
+            for name in problems:
+                median, low, high = times.ratio(name, "cuBLAS")
+                print(f"   {name:12s} of cuBLAS: median {median:.1f}%, quartiles {low:.1f}-{high:.1f}", flush=True)
+            print(f"alone for {seconds:.0f} s each, {n}^3:", flush=True)
+            base = power.measure(f"cuBLAS {n}^3", run, flops, seconds, sampler)
+            time.sleep(1.0)
+            for name, p in problems.items():
+                r = power.measure(f"{name} {n}^3", p.launch, flops, seconds, sampler)
+                if r and base:
+                    print(f"   {name:12s} of cuBLAS: {100 * r.tflops / base.tflops:.1f}% per second, "
+                          f"{100 * r.kflop_per_cycle / base.kflop_per_cycle:.1f}% per cycle, "
+                          f"{100 * r.gflop_per_joule / base.gflop_per_joule:.1f}% per joule", flush=True)
+                time.sleep(1.0)
+            del problems
+        sampler.stop()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[4096])
+    parser.add_argument("--groups", type=int, nargs="+", default=[2, 4, 16, 32])
+    parser.add_argument("--seconds", type=float, default=4.0)
+    args = parser.parse_args()
+    if 8 in args.groups or min(args.groups) < 1:
+        parser.error("groups: positive, and not 8 (the chapter's, always measured)")
+    main(args.sizes, args.groups, args.seconds)
