@@ -8,8 +8,9 @@
 # holds 1,980 MHz at about 350 W; every GEMM (cuBLAS, chapter 8's best, chapter 9's kernels) meets the 700 W cap and
 # runs at 1,387-1,767 MHz. So under sustained load FLOP per joule decides speed, and "% of the probe" compares a
 # kernel at the cap's clock with a probe at the top clock: FLOP per cycle is the comparison at equal clocks.
-# Run on a GPU with CuPy and nvidia-smi (about 80 s on the H200; chapter 9's kernels are skipped on other GPUs):
-#   timeout 280 python3 scripts/power_under_load.py [--seconds 4]
+# Run on a GPU with CuPy and nvidia-smi (about 80 s on the H200; chapter 9's kernels are skipped on other GPUs; on a
+# T4, which has no BF16 tensor cores, add --precision FP16):
+#   timeout 280 python3 scripts/power_under_load.py [--seconds 4] [--precision FP16] [--sizes 4096] [--kernels ...]
 import argparse, datetime, shutil, statistics, subprocess, sys, threading, time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SIZES = (4096, 8192)
-KERNELS = ("hopper_tmastore_bf16", "hopper_streamk_bf16", "hopper_pingpong_bf16", "tc_wide_bf16")
+STEPS = ("hopper_tmastore", "hopper_streamk", "hopper_pingpong", "tc_wide")
+"""The kernels measured by default, each with the input format's suffix (chapter 9's are skipped off Hopper)."""
+SUFFIXES = {"FP16": "f16", "BF16": "bf16"}
 STEADY_AFTER_S = 1.5
 # nvidia-smi's clock-event reasons (bits of clocks_event_reasons.active; older drivers: clocks_throttle_reasons).
 REASONS = {0x1: "idle", 0x2: "app clocks", 0x4: "SW power cap", 0x8: "HW slowdown", 0x10: "sync boost",
@@ -138,8 +141,8 @@ def measure(name: str, run, flops: float, seconds: float, sampler) -> Reading | 
     return r
 
 
-def main(seconds: float, sizes=SIZES, kernels=KERNELS):
-    from gemmlab import bench, compile_units, compiler, device, gpu, precisions, probes, registry, verify
+def main(seconds: float, sizes=SIZES, kernels=None, precision: str = "BF16"):
+    from gemmlab import bench, ceilings, compile_units, compiler, device, gpu, mma, precisions, probes, registry, verify
     if shutil.which("nvidia-smi") is None:
         sys.exit("power_under_load: needs nvidia-smi (it samples the clock and the power)")
     gpu.cuda()
@@ -147,6 +150,13 @@ def main(seconds: float, sizes=SIZES, kernels=KERNELS):
     if cp is None:
         sys.exit("power_under_load: needs CuPy for cuBLAS")
     spec = device.current()
+    shape, dtype = ceilings.mma_form(precision, spec)
+    compiled = compiler.load(probes.MMA_PROBES)
+    digits = compiled.arch.split("_")[1]                 # what the kernels are compiled for (GEMMLAB_ARCH may be older)
+    if (int(digits[:-1]), int(digits[-1])) < probes.MMA_CEILINGS[shape, dtype]:
+        sys.exit(f"power_under_load: code compiled for {compiled.arch} has no {precision} tensor-core instruction; "
+                 "try --precision FP16")
+    kernels = kernels or [f"{step}_{SUFFIXES[precision]}" for step in STEPS]
     info = subprocess.run(["nvidia-smi", "--query-gpu=name,power.limit,enforced.power.limit,clocks.max.sm",
                            "--format=csv"], capture_output=True, text=True).stdout
     print(info.strip(), flush=True)
@@ -157,23 +167,23 @@ def main(seconds: float, sizes=SIZES, kernels=KERNELS):
     if idle:
         print(f"idle: {statistics.mean(s[1] for s in idle):.0f} MHz, {statistics.mean(s[2] for s in idle):.1f} W", flush=True)
 
-    # The mma.sync probe of chapter 8 (bf16 m16n8k16): no memory traffic at all.
-    compiled = compiler.load(probes.MMA_PROBES)
-    fn = compiled.function("mma_ceiling_m16n8k16_bf16")
+    # The mma.sync probe of chapter 8 in this format (m16n8k16; a T4's FP16 m16n8k8): no memory traffic at all.
+    fn = compiled.function(f"mma_ceiling_{shape}_{dtype}")
+    mi, ni, ki = mma.instruction(shape, dtype).mnk
     threads, iters = 256, 4096
     grid = probes.probe_grid(threads, spec, waves=2)
     from pycuda import gpuarray
     out = gpuarray.zeros(grid[0] * threads, np.float32)
-    flops = grid[0] * threads // 32 * iters * compile_units.MMA_CHAINS * 2 * 16 * 8 * 16
-    measure("mma.sync probe (bf16)", lambda: fn(out.gpudata, np.int32(iters), block=(threads, 1, 1), grid=grid), flops,
+    flops = grid[0] * threads // 32 * iters * compile_units.MMA_CHAINS * 2 * mi * ni * ki
+    measure(f"mma.sync probe ({dtype})", lambda: fn(out.gpudata, np.int32(iters), block=(threads, 1, 1), grid=grid), flops,
             seconds, sampler)
     time.sleep(1.0)
 
     for n in sizes:
         A, B = verify.random_operands(n, n, n, seed=1)
-        run, _ = precisions._cublas_call(cp, A, B, "BF16")
+        run, _ = precisions._cublas_call(cp, A, B, precision)
         flops = 2.0 * n ** 3
-        measure(f"cuBLAS BF16 {n}^3", run, flops, seconds, sampler)
+        measure(f"cuBLAS {precision} {n}^3", run, flops, seconds, sampler)
         time.sleep(1.0)
         for name in kernels:
             kernel = registry.lookup(name)
@@ -192,15 +202,18 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=4.0, help="how long each kernel runs (default 4)")
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="N of the N x N x N products (default 4096 8192)")
-    parser.add_argument("--kernels", nargs="+", default=KERNELS,
-                        help="BF16 kernels of gemmlab.registry.by_precision('BF16'), each beside cuBLAS BF16")
+    parser.add_argument("--precision", choices=sorted(SUFFIXES), default="BF16",
+                        help="the input format of the probe, cuBLAS and the kernels (default BF16; FP16 on a T4)")
+    parser.add_argument("--kernels", nargs="+", default=None,
+                        help="kernels of gemmlab.registry.by_precision(precision), each beside cuBLAS in that format "
+                             "(default: chapter 9's last step, stream-K and ping-pong and chapter 8's tc_wide)")
     args = parser.parse_args()
     from gemmlab import gpu, registry
-    unknown = [k for k in args.kernels if k not in registry.by_precision("BF16")]
+    unknown = [k for k in args.kernels or () if k not in registry.by_precision(args.precision)]
     if unknown or min(args.sizes) < 1 or args.seconds <= STEADY_AFTER_S:
-        parser.error(f"no BF16 kernel named {', '.join(unknown)}" if unknown else
+        parser.error(f"no {args.precision} kernel named {', '.join(unknown)}" if unknown else
                      f"sizes must be positive and --seconds more than the {STEADY_AFTER_S} s the clock takes to settle")
     try:
-        main(args.seconds, args.sizes, args.kernels)
+        main(args.seconds, args.sizes, args.kernels, args.precision)
     except gpu.GPUUnavailable as exc:
         sys.exit(f"power_under_load: {exc}")

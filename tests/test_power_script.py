@@ -57,6 +57,8 @@ def test_the_stored_h200_run_is_consistent(power):
 
 
 @pytest.mark.parametrize("args, message", [(["--kernels", "hopper_tmastore_f16"], "no BF16 kernel named hopper_tmastore_f16"),
+                                           (["--precision", "FP16", "--kernels", "tc_wide_bf16"], "no FP16 kernel named tc_wide_bf16"),
+                                           (["--precision", "TF32"], "invalid choice: 'TF32'"),
                                            (["--seconds", "1"], "--seconds more than the 1.5 s"),
                                            (["--sizes", "0"], "sizes must be positive")])
 def test_bad_arguments_are_refused_before_the_gpu(args, message):
