@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -31,6 +31,7 @@ class GemmResult:
     gbps: float          # compulsory traffic (read A and B once, write C once) over the time
     correct: bool
     precision: str = "FP32"     # what the products are computed from: FP32, or chapter 8's TF32, FP16, BF16
+    share_of_cublas: tuple[float, float, float] | None = None   # interleaved: per-round ratio (median, quartiles)
 
 
 def _result(name, M, N, K, seconds, correct, precision="FP32") -> GemmResult:
@@ -157,7 +158,8 @@ def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress
 
     Each kernel is timed on its own (``repeat`` timings, the median) unless ``interleave``: then, size by size, all
     of them and cuBLAS are prepared first and timed against each other in alternating blocks
-    (:func:`gemmlab.timing.interleaved`), so that they see the same clocks, and each time is the median of the rounds."""
+    (:func:`gemmlab.timing.interleaved`), so that they see the same clocks, and each time is the median of the rounds;
+    each result's ``share_of_cublas`` is then the median and quartiles of its per-round ratios to cuBLAS."""
     every = registry.kernels() if kernels is None else kernels
     unknown = sorted(set(names or ()) - set(every))
     if unknown:
@@ -176,6 +178,9 @@ def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress
             ready += [base] if base is not None else []
             times = timing.interleaved({p.name: p.run for p in ready})
             timed = [p.result(times.median_s(p.name)) for p in ready]
+            if base is not None:          # each round's ratio saw one clock: their median and quartiles
+                timed = [replace(r, share_of_cublas=tuple(x / 100 for x in times.ratio(p.name, base.name)))
+                         for p, r in zip(ready, timed)]
             del ready                           # this size's device buffers go before the next size's are made
             for r in timed:
                 log(format_row(r))
@@ -206,7 +211,9 @@ def to_json(results: list[GemmResult], mma_ceilings: dict[str, float] | None = N
     """The ladder with each kernel's share of cuBLAS in the same precision at the same size, and the device
     it ran on. FP32 rows also give their share of the FP32 peak; tensor-core rows their share of the
     measured ``mma.sync`` ceiling of their format, where ``mma_ceilings`` (TFLOP/s by format) has it.
-    ``timing`` says how the times were taken: each kernel on its own, or ``interleaved`` (:func:`ladder`)."""
+    ``timing`` says how the times were taken: each kernel on its own, or ``interleaved`` (:func:`ladder`); then a
+    row's share of cuBLAS is the median of its per-round ratios, with their quartiles
+    (``fraction_of_cublas_quartiles``), rather than the ratio of the two medians."""
     spec = device.current()
     base = {(r.M, r.N, r.K, r.precision): r.tflops for r in results if r.kernel == "cuBLAS"}
     ceilings = mma_ceilings or {}
@@ -214,7 +221,10 @@ def to_json(results: list[GemmResult], mma_ceilings: dict[str, float] | None = N
     for r in results:
         row = asdict(r)
         ref = base.get((r.M, r.N, r.K, r.precision))
-        row["fraction_of_cublas"] = r.tflops / ref if ref else None
+        share = row.pop("share_of_cublas")
+        row["fraction_of_cublas"] = share[0] if share else r.tflops / ref if ref else None
+        if share:
+            row["fraction_of_cublas_quartiles"] = [share[1], share[2]]
         row["fraction_of_fp32_peak"] = r.tflops * 1e12 / device.peak_fp32_flops(spec) if r.precision == "FP32" else None
         if r.precision != "FP32":
             row["fraction_of_mma_ceiling"] = r.tflops / ceilings[r.precision] if r.precision in ceilings else None

@@ -87,3 +87,27 @@ def test_the_json_says_how_the_times_were_taken(fake_gpu, monkeypatch, interleav
     assert data["timing"] == said
     good = next(r for r in data["results"] if r["kernel"] == "good")
     assert good["fraction_of_cublas"] == pytest.approx(SECONDS["cuBLAS"] / SECONDS["good"])
+    assert ("fraction_of_cublas_quartiles" in good) == interleave
+
+
+def test_an_interleaved_share_is_the_median_of_the_rounds_ratios(monkeypatch):
+    # 11 rounds whose times move in different ways for the kernel and cuBLAS: the medians are level (2 ms each), but
+    # round by round the kernel is slower in 7 rounds of 11; the share must say so (the median of the ratios, 2/3)
+    rounds = {"good": [1e-3, 2e-3, 3e-3] * 3 + [1e-3, 2e-3], "cuBLAS": [3e-3, 1e-3, 2e-3] * 3 + [3e-3, 1e-3]}
+    left = {name: iter(times) for name, times in rounds.items()}
+
+    def fake_time_gpu(run, warmup=2, repeat=10, min_seconds=2e-3, max_inner=1000):
+        name = run()
+        t = next(left[name]) if min_seconds > 0 else 1e-3            # the warm-up's calls are not rounds
+        return timing.Timing(t, t, repeat)
+
+    monkeypatch.setattr(gpu, "cuda", lambda: None)
+    monkeypatch.setattr(timing, "time_gpu", fake_time_gpu)
+    monkeypatch.setattr(bench, "prepare_cublas", lambda A, B, ref: bench.Prepared("cuBLAS", 8, 6, 5, lambda: "cuBLAS", True))
+    monkeypatch.setattr(device, "current", lambda: device.H200)
+    monkeypatch.setattr(environment, "versions", lambda: {})
+    results = bench.ladder(SIZES[:1], kernels={"good": KERNELS["good"]}, log=lambda line: None, interleave=True)
+    good = next(r for r in bench.to_json(results, interleaved=True)["results"] if r["kernel"] == "good")
+    assert results[0].seconds == results[1].seconds == 2e-3                   # level medians
+    assert good["fraction_of_cublas"] == pytest.approx(2 / 3)
+    assert good["fraction_of_cublas_quartiles"] == pytest.approx([0.5, 3.0])

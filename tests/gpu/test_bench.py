@@ -24,6 +24,7 @@ def test_interleaved_ladder_small_sizes_all_correct():
     results = bench.ladder(sizes, log=lambda *_: None, interleave=True)
     assert [r.kernel for r in results][: len(registry.kernels())] == list(registry.kernels())
     assert all(r.correct and r.seconds > 0 for r in results)
+    assert all(r.share_of_cublas[1] <= r.share_of_cublas[0] <= r.share_of_cublas[2] for r in results)
 
 
 def test_cli_writes_json(tmp_path):
