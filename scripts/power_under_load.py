@@ -57,10 +57,15 @@ class Sampler:
                 self.samples.append(parsed)
 
     def between(self, t0: float, t1: float):
-        return [s for s in self.samples if t0 <= s[0] <= t1]
+        return between(self.samples, t0, t1)
 
     def stop(self):
         self.proc.terminate()
+
+
+def between(samples, t0: float, t1: float):
+    """The samples taken from host time t0 to t1."""
+    return [s for s in samples if t0 <= s[0] <= t1]
 
 
 def parse_sample(line: str):
@@ -118,7 +123,7 @@ def reading(flops: float, t0: float, t1: float, batches, samples) -> Reading | N
     """The steady part (after STEADY_AFTER_S) of a run from t0 to t1: the median time per call of the batches that
     ended in it, and the mean clock and power of the samples taken in it; None if either is empty."""
     steady = [dt for t, dt in batches if t >= t0 + STEADY_AFTER_S]
-    inside = [s for s in samples if t0 + STEADY_AFTER_S <= s[0] <= t1]
+    inside = between(samples, t0 + STEADY_AFTER_S, t1)
     if not steady or not inside:
         return None
     seen = 0
