@@ -6,7 +6,8 @@
 # executed notebooks (nbval over the old copies fails on every kernel hash: 2026-12-01).
 #   A  execute chapters 8, 7, 1 and 2 in place (about 250 + 100 + 25 + 30 s), notebooks back as nb.tgz
 #   B  nbval over the same four chapters (about as long)
-#   C  tests/gpu (about 300 s) and one short run of scripts/power_under_load.py (30 s)
+#   C  tests/gpu (about 300 s), nbval over chapters 0, 3, 4, 5, 6 (about 120 s: gemmlab changed since their last nbval)
+#      and one short run of scripts/power_under_load.py (30 s)
 #   D  the energy experiment (drafts/09_energy_experiment.py, about 300 s) and Nsight Compute at 4096^3 (open_questions.sh ncu)
 set -uo pipefail
 out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D}
@@ -25,7 +26,10 @@ case $part in
      tar czf "$out/nb.tgz" $CHAPTERS ;;
   B) run nbval 560 python3 -m pytest -p no:cacheprovider -q -ra --nbval $CHAPTERS --nbval-current-env \
          --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=330 ;;
-  C) run gpu-tests 420 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu
+  C) run gpu-tests 360 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu
+     run nbval-rest 150 python3 -m pytest -p no:cacheprovider -q -ra --nbval chapters/00_*.ipynb chapters/03_*.ipynb \
+         chapters/04_*.ipynb chapters/05_*.ipynb chapters/06_*.ipynb --nbval-current-env \
+         --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=120
      run power 90 python3 scripts/power_under_load.py --sizes 4096 --seconds 3 --kernels tc_wide_bf16 tc_inner_bf16 ;;
   D) run energy 330 python3 drafts/09_energy_experiment.py
      run ncu 240 bash drafts/open_questions.sh "$out/questions" ncu ;;
