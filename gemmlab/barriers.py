@@ -5,7 +5,8 @@ a thread that has returned never arrives. :func:`check_source` flags, in each fu
 source, every ``return`` (or ``asm("exit;")``) that can run before a barrier of the same function:
 one that stands before a later barrier, or inside a loop whose body holds a barrier (the next
 iteration reaches it). A call to a function of the same file that contains a barrier counts as a
-barrier. It reads text, not the compiler's control flow: it can be fooled by macros or by barriers
+barrier. A ``return`` inside a lambda leaves the lambda only: it is checked against the barriers of
+that lambda's body. It reads text, not the compiler's control flow: it can be fooled by macros or by barriers
 in other files, and it is meant for the course's kernels, not as a general verifier.
 """
 
@@ -17,6 +18,8 @@ from pathlib import Path
 
 BARRIER = re.compile(r"\b(__syncthreads(?:_count|_and|_or)?|__barrier_sync)\s*\(")
 EXIT = re.compile(r"\breturn\b|asm\s*(?:volatile\s*)?\(\s*\"exit;\"")
+# A lambda's introducer and parameters up to its body's brace: `[&](int k) {`, `[=] mutable {`.
+LAMBDA = re.compile(r"\[[^\[\];{}]*\]\s*(?:\([^;{}]*\))?\s*(?:mutable\s*)?(?:->\s*[\w:<>]+\s*)?\{")
 FUNCTION = re.compile(r"(?:__global__|__device__)[^;{}()]*?\b(\w+)\s*\([^;{}]*\)\s*(?:const\s*)?\{")
 
 
@@ -100,6 +103,17 @@ def _loops(code: str, start: int, end: int) -> list[tuple[int, int]]:
     return [(j, _body_end(code, j)) for j in range(start + 1, end) if code[j] == "{" and _is_loop_body(code, j)]
 
 
+def _lambdas(code: str, start: int, end: int) -> list[tuple[int, int]]:
+    """(open, close) of every lambda body between start and end. A `[` right after a name, `]` or `)` is an
+    index or a declarator (`float acc[4] {}`), not a lambda."""
+    found = []
+    for m in LAMBDA.finditer(code, start, end):
+        before = code[:m.start()].rstrip()[-1:]
+        if not (before.isalnum() or before in "_])"):
+            found.append((m.end() - 1, _body_end(code, m.end() - 1)))
+    return found
+
+
 def check_source(src: str, path: str = "<source>") -> list[Finding]:
     """Every exit that some thread can take before a barrier, in every function of ``src``."""
     code = strip_comments_and_strings(src)
@@ -116,10 +130,14 @@ def check_source(src: str, path: str = "<source>") -> list[Finding]:
         if not barriers:
             continue
         loops = _loops(code, a, b)
+        lambdas = _lambdas(code, a, b)
         for m in EXIT.finditer(code, a, b):
             p = m.start()
-            later = [q for q in barriers if q > p]
-            looped = [q for lo, hi in loops if lo < p < hi for q in barriers if lo < q < hi]
+            inside = [(lo, hi) for lo, hi in lambdas if lo < p < hi]
+            body_lo, body_hi = max(inside) if inside else (a, b)    # the innermost body the exit leaves
+            mine = [q for q in barriers if body_lo < q < body_hi]
+            later = [q for q in mine if q > p]
+            looped = [q for lo, hi in loops if body_lo < lo < p < hi for q in mine if lo < q < hi]
             hit = sorted(later + looped)
             if hit:
                 findings.append(Finding(path, name, line(p), line(hit[0])))

@@ -33,6 +33,21 @@ __global__ void k(float* x) {
     int t = 0;
     while (t < 4) { if (x[t] < 0) { return; } __syncthreads(); ++t; }
 }""",
+    "return inside a lambda, before a barrier of the lambda": """
+__global__ void k(float* x) {
+    auto step = [&](int t) {
+        if (x[t] < 0) return;
+        __syncthreads();
+    };
+    step(0);
+}""",
+    "return after a braced array declaration, before the barrier": """
+__global__ void k(float* x) {
+    float acc[4] {};
+    if (x[0] < 0) return;
+    __syncthreads();
+    x[0] = acc[0];
+}""",
     "asm exit before the barrier": """
 __global__ void k(float* x) {
     if (x[0] > 0) asm volatile("exit;");
@@ -61,6 +76,15 @@ __global__ void k(float* x, int n) { if (threadIdx.x >= n) return; x[threadIdx.x
 __global__ void k(float* x) {
     const char* s = "return; __syncthreads();";
     /* return */ __syncthreads();
+}""",
+    "return that leaves a lambda only (chapter 8's load_tile)": """
+__global__ void k(float* x, int n) {
+    auto load = [&](int t) {
+        if (t < n) { x[t] = 1; return; }
+        x[t] = 0;
+    };
+    load(threadIdx.x);
+    __syncthreads();
 }""",
     "return in another function than the barrier": """
 __device__ float f(float a) { if (a < 0) return 0; return a; }
