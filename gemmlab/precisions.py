@@ -28,7 +28,7 @@ PRECISIONS = {
     "FP32": (R_32F, COMPUTE_32F, "FP32 inputs, FP32 multiply-add (CUDA cores): the course's baseline"),
     "TF32": (R_32F, COMPUTE_32F_FAST_TF32, "FP32 inputs rounded to TF32 (10-bit mantissa) in the tensor cores, FP32 sums"),
     "FP16": (R_16F, COMPUTE_32F, "inputs rounded to FP16, tensor-core products, FP32 sums"),
-    "BF16": (R_16BF, COMPUTE_32F, "inputs rounded to BF16 (8-bit mantissa), tensor-core products, FP32 sums"),
+    "BF16": (R_16BF, COMPUTE_32F, "inputs rounded to BF16 (7-bit mantissa), tensor-core products, FP32 sums"),
 }
 
 

@@ -4,7 +4,8 @@
 the input format), warp tile ``WM x WN``, ``STAGES`` shared-memory tiles in the ring, and four switches, each a
 step of the chapter: ``SWIZZLE`` (the XOR swizzle of 16-byte chunks, :func:`gemmlab.mma.swizzle_chunk`),
 ``ASYNC`` (``cp.async`` copies, on sm_80 and later), ``PREFETCH`` (the next k-step's fragments loaded during
-this one's ``mma``) and ``SPREAD`` (the next tile's copies issued a share per k-step). Python owns the list:
+this one's ``mma``), ``SPREAD`` (the next tile's copies issued a share per k-step) and ``INNER`` (tiles wholly
+inside the matrices copied without bounds checks). Python owns the list:
 :func:`entry_points` writes the ``extern "C"`` kernels that :mod:`gemmlab.compile_units` appends to the file,
 one per configuration and input format (``precisions``), as :mod:`gemmlab.fast_configs` does for chapter 7.
 Pure Python, no GPU.
@@ -40,6 +41,7 @@ class TcConfig:
     ASYNC: bool
     PREFETCH: bool = False
     SPREAD: bool = False
+    INNER: bool = False
     precisions: tuple[str, ...] = SIXTEEN_BIT
     MIN_BLOCKS: int = 1
 
@@ -48,7 +50,7 @@ class TcConfig:
         """The entry point's name without its precision suffix."""
         return (f"tc_mma_{self.BM}x{self.BN}x{self.BK}_{self.WM}x{self.WN}_s{self.STAGES}"
                 + ("_swz" if self.SWIZZLE else "") + ("_async" if self.ASYNC else "") + ("_pf" if self.PREFETCH else "")
-                + ("_sp" if self.SPREAD else "") + (f"_b{self.MIN_BLOCKS}" if self.MIN_BLOCKS > 1 else ""))
+                + ("_sp" if self.SPREAD else "") + ("_in" if self.INNER else "") + (f"_b{self.MIN_BLOCKS}" if self.MIN_BLOCKS > 1 else ""))
 
     @property
     def threads(self) -> int:
@@ -90,7 +92,8 @@ class TcConfig:
         if self.problems():
             raise ValueError(f"{self.function}: {'; '.join(self.problems())}")
         args = (f"{self.BM}, {self.BN}, {self.BK}, {self.WM}, {self.WN}, {self.STAGES}, "
-                + ", ".join("true" if f else "false" for f in (self.SWIZZLE, self.ASYNC, self.PREFETCH, self.SPREAD)))
+                + ", ".join("true" if f else "false" for f in (self.SWIZZLE, self.ASYNC, self.PREFETCH, self.SPREAD,
+                                                                     self.INNER)))
         return "".join(
             f'extern "C" __global__ void __launch_bounds__({self.threads}, {self.MIN_BLOCKS})\n'
             f"{self.function}_{SUFFIXES[p]}(const void* A, const void* B, float* C, int M, int N, int K)\n"
@@ -112,6 +115,8 @@ CONFIGS = (
     TcConfig(256, 128, 32, 64, 64, 4, True, True, True),                # tried: the tile turned around
     TcConfig(128, 128, 16, 64, 64, 4, True, True, True, precisions=("TF32",)),   # TF32: BK in 4-byte elements
     TcConfig(128, 256, 16, 64, 64, 4, True, True, True, precisions=("TF32",)),
+    TcConfig(128, 256, 32, 64, 64, 4, True, True, True, INNER=True),    # + inner tiles copied without checks
+    TcConfig(128, 256, 16, 64, 64, 4, True, True, True, INNER=True, precisions=("TF32",)),
 )
 """Every configuration compiled into the course's unit (each one compiles without spills on sm_75-sm_90)."""
 

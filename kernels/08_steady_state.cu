@@ -65,10 +65,10 @@ __device__ __forceinline__ void steady(const uint4* __restrict__ g, float* __res
         for (int i = 0; i < 8; ++i)
 #pragma unroll
             for (int r = 0; r < 4; ++r) {
-                if (i < 4)
-                    a[s][i][r] = 0x3C003C00u + lane + i + r;
+                if (i < 4)      // all different: equal values would share registers, copied into place per mma
+                    a[s][i][r] = 0x3C003C00u ^ (lane * 64 + s * 32 + i * 4 + r);
                 if (r < 2)
-                    b[s][i][r] = 0x3C003C00u + lane + i + r;
+                    b[s][i][r] = 0x3C003C00u ^ (lane * 64 + s * 32 + 16 + i * 2 + r);
             }
     auto fragments = [&](int stage, int kk, int set) {
         const unsigned char* st = smem + stage * STAGE;

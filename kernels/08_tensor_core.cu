@@ -171,7 +171,8 @@ __device__ __forceinline__ void store_pair(float* C, int M, int N, int r, int c,
 }
 
 // [tc_gemm]
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool SWIZZLE, bool ASYNC, bool PREFETCH, bool SPREAD, int KIND>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool SWIZZLE, bool ASYNC, bool PREFETCH, bool SPREAD, bool INNER,
+          int KIND>
 __device__ __forceinline__ void tc_gemm(const unsigned char* __restrict__ A, const unsigned char* __restrict__ B,
                                         float* __restrict__ C, int M, int N, int K)
 {
@@ -219,10 +220,29 @@ __device__ __forceinline__ void tc_gemm(const unsigned char* __restrict__ A, con
     const unsigned char* a_src = A + (static_cast<size_t>(m0 + a_r) * lda + PER_CHUNK * a_ch) * ELEM;
     const unsigned char* b_src = B_KMAJOR ? B + (static_cast<size_t>(n0 + b_r) * ldb + PER_CHUNK * b_ch) * ELEM
                                           : B + (static_cast<size_t>(b_r) * ldb + n0 + PER_CHUNK * b_ch) * ELEM;
+    // INNER: a block whose tile lies wholly inside C copies each K-tile that lies wholly inside K without a
+    // predicate, from pointers that only move along K; tiles at an edge take the checked copies below. Per tile this
+    // saves each copy its bounds checks and address arithmetic (and false, the branch compiles away).
+    const bool inner = INNER && m0 + BM <= M && (B_KMAJOR ? n0 + BN <= N : n0 + BN <= ldb);
+    const size_t a_step = static_cast<size_t>(A_STEP) * lda * ELEM, b_step = static_cast<size_t>(B_STEP) * ldb * ELEM;
     auto load_tile = [&](int kt, int stage, int part, int parts) {
         unsigned char* as = smem + stage * STAGE;
         unsigned char* bs = as + BM * A_ROW;
         const int k0 = kt * BK;
+        if (inner && k0 + BK <= K) {
+            const unsigned char* pa = a_src + static_cast<size_t>(k0) * ELEM;
+            const unsigned char* pb = b_src + static_cast<size_t>(k0) * (B_KMAJOR ? 1 : ldb) * ELEM;
+#pragma unroll
+            for (int q = 0; q < A_PER + B_PER; ++q) {
+                if (q % parts != part)
+                    continue;
+                if (q < A_PER)
+                    copy16<ASYNC>(as + a_dst + q * A_STEP * A_ROW, pa + q * a_step, true);
+                else
+                    copy16<ASYNC>(bs + b_dst + (q - A_PER) * B_STEP * B_ROW, pb + (q - A_PER) * b_step, true);
+            }
+            return;
+        }
 #pragma unroll
         for (int q = 0; q < A_PER + B_PER; ++q) {
             if (q % parts != part)

@@ -29,9 +29,11 @@ def hopper_problems(counts: dict, c_map: bool, streamk: bool) -> list[str]:
 
 def tensor_ladder_problems(counts: dict[str, dict]) -> list[str]:
     """Chapter 8's reading of its FP16 ladder's SASS on sm_80 and later (``counts`` by step name without the suffix:
-    tc_wmma, tc_mma, tc_swizzle, tc_async, tc_stages, tc_prefetch, tc_wide): WMMA compiles to HMMA and LDSM too;
+    tc_wmma, tc_mma, tc_swizzle, tc_async, tc_stages, tc_prefetch, tc_wide, tc_inner): WMMA compiles to HMMA and LDSM too;
     ``tc_async`` replaces the 16 LDG.E.128 and 16 STS.128 of the copies by 16 LDGSTS, and ``tc_stages`` has more of
-    them; every mma.sync kernel issues one LDSM per 4 HMMA.16816, the prefetching ones 8 more for the first fragments."""
+    them; every mma.sync kernel issues one LDSM per 4 HMMA.16816, the prefetching ones 8 more for the first fragments;
+    ``tc_inner`` has ``tc_wide``'s multiplier and fragment loads, and each copy twice (unchecked for inner tiles,
+    checked at the edges)."""
     out = []
     if not _total(counts["tc_wmma"], "HMMA") or not _total(counts["tc_wmma"], "LDSM"):
         out.append("WMMA does not compile to HMMA and LDSM")
@@ -42,10 +44,14 @@ def tensor_ladder_problems(counts: dict[str, dict]) -> list[str]:
         out.append("tc_async does not copy with 16 LDGSTS alone")
     if not _total(counts["tc_stages"], "LDGSTS") > 16:
         out.append("tc_stages has no more LDGSTS than tc_async")
-    for step in ("tc_mma", "tc_swizzle", "tc_async", "tc_stages", "tc_prefetch", "tc_wide"):
-        extra = 8 if step in ("tc_prefetch", "tc_wide") else 0
+    for step in ("tc_mma", "tc_swizzle", "tc_async", "tc_stages", "tc_prefetch", "tc_wide", "tc_inner"):
+        extra = 8 if step in ("tc_prefetch", "tc_wide", "tc_inner") else 0
         if 4 * (_total(counts[step], "LDSM") - extra) != _total(counts[step], "HMMA.16816"):
             out.append(f"{step} does not issue one LDSM per 4 HMMA.16816 (+ {extra})")
+    wide, inner = counts["tc_wide"], counts["tc_inner"]
+    if any(_total(inner, op) != _total(wide, op) for op in ("HMMA", "LDSM")) or \
+            _total(inner, "LDGSTS") != 2 * _total(wide, "LDGSTS"):
+        out.append("tc_inner is not tc_wide with each copy twice")
     return out
 
 

@@ -68,8 +68,11 @@ def test_the_claims_can_fail():
               **{s: {"HMMA.16816.F32": 64, "LDSM.16.M88.4": 16, "LDG.E.128": 16, "STS.128": 16} for s in ("tc_mma", "tc_swizzle")},
               "tc_async": {"HMMA.16816.F32": 64, "LDSM.16.M88.4": 16, "LDGSTS.E.BYPASS.128": 16},
               "tc_stages": {"HMMA.16816.F32": 64, "LDSM.16.M88.4": 16, "LDGSTS.E.BYPASS.128": 32},
-              **{s: {"HMMA.16816.F32": 64, "LDSM.16.M88.4": 24, "LDGSTS.E.BYPASS.128": 32} for s in ("tc_prefetch", "tc_wide")}}
+              **{s: {"HMMA.16816.F32": 64, "LDSM.16.M88.4": 24, "LDGSTS.E.BYPASS.128": 32} for s in ("tc_prefetch", "tc_wide")},
+              "tc_inner": {"HMMA.16816.F32": 64, "LDSM.16.M88.4": 24, "LDGSTS.E.BYPASS.128": 64}}
     assert tensor_ladder_problems(ladder) == []
+    once = {**ladder, "tc_inner": ladder["tc_wide"]}                      # no second, unchecked copy
+    assert tensor_ladder_problems(once) == ["tc_inner is not tc_wide with each copy twice"]
     broken = {**ladder, "tc_async": {**ladder["tc_async"], "LDG.E.128": 2}}
     assert tensor_ladder_problems(broken) == ["tc_async does not copy with 16 LDGSTS alone"]
     plain = {"LDS": 64, "LDS.128": 16, "STS": 4, "FFMA": 64}               # two phases of the tiled kernel
