@@ -122,8 +122,11 @@ def time_cublas(A: np.ndarray, B: np.ndarray, repeat: int = 5, reference: verify
 
 
 def of_cublas(result: GemmResult, cublas: GemmResult | None) -> str:
-    """``result``'s share of the cuBLAS result as ``"92.3%"``, or ``"-"`` where there is no cuBLAS."""
-    return f"{result.tflops / cublas.tflops:.1%}" if cublas else "-"
+    """``result``'s share of the cuBLAS result as ``"92.3%"``, or ``"-"`` where there is no cuBLAS. An interleaved
+    result gives the median of its per-round ratios, as the JSON does, not the ratio of the two medians."""
+    if not cublas:
+        return "-"
+    return f"{result.share_of_cublas[0] if result.share_of_cublas else result.tflops / cublas.tflops:.1%}"
 
 
 def sweep(names, sizes, repeat: int = 5, cublas: bool = True) -> dict[str, list[GemmResult]]:

@@ -1,6 +1,8 @@
 """bench.ladder on the CPU: fake kernels and a fake cuBLAS stand in for the GPU, so that the order, the checks and
 both timings (each kernel on its own; all of a size interleaved) can be seen without one."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -111,3 +113,6 @@ def test_an_interleaved_share_is_the_median_of_the_rounds_ratios(monkeypatch):
     assert results[0].seconds == results[1].seconds == 2e-3                   # level medians
     assert good["fraction_of_cublas"] == pytest.approx(2 / 3)
     assert good["fraction_of_cublas_quartiles"] == pytest.approx([0.5, 3.0])
+    assert bench.of_cublas(results[0], results[1]) == "66.7%"                 # the tables say what the JSON says
+    assert bench.of_cublas(replace(results[0], share_of_cublas=None), results[1]) == "100.0%"
+    assert bench.of_cublas(results[0], None) == "-"
