@@ -4,8 +4,9 @@
 # Before B, here: git apply drafts/pending-09_sizes_interleaved.patch. After B, here: tar xzf FILES_AT/nb.tgz, so
 # that C checks the executed notebook (nbval over the old copy fails on its changed cell).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json lacks chapter 8's
-#      last step, tc_inner), with Nsight Compute's warp states on tc_inner_bf16 at 4096^3 (which stall idles the tensor
-#      pipe 29% of the time: issue #17)
+#      last step, tc_inner), and Nsight Compute's memory and warp-state sections on the steady loop with copies and on
+#      tc_inner_bf16 at 4096^3 (is the loop bound by the L2's bandwidth, and which stall idles the tensor pipe 29% of
+#      the time: issue #17)
 #   B  execute chapter 9 with its sizes table interleaved (about 250 s), the notebook back as nb.tgz
 #   C  nbval over chapter 9 (about 200 s) and tests/gpu/test_bench.py
 set -uo pipefail
@@ -21,9 +22,13 @@ run() {  # run NAME SECONDS CMD...: a step under a time limit, its log and time 
 }
 case $part in
   A) run bench 420 python3 -m gemmlab bench --precision all --json "$out/bench.json"
-     run ncu-stalls 120 ncu --clock-control none --launch-skip 1 --launch-count 1 -k regex:_in_bf16 \
-         --section WarpStateStats --section SchedulerStats --section SourceCounters --csv --page details \
-         python3 -c 'from gemmlab import gpu, registry, verify
+     # Is chapter 8's loop bound by the L2? At 80% of the probe the copies pull about 5.9 TB/s from it (24 KiB per
+     # 2.1 MFLOP tile); Nsight Compute's memory and warp-state sections on the steady loop with copies and on tc_inner
+     sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats"
+     run ncu-steady 150 ncu --clock-control none --launch-skip 2 --launch-count 1 -k regex:steady_copies $sections \
+         --csv --page details python3 -c 'from gemmlab import probes; probes.steady_state("copies", iters=1024)'
+     run ncu-inner 150 ncu --clock-control none --launch-skip 1 --launch-count 1 -k regex:_in_bf16 $sections \
+         --csv --page details python3 -c 'from gemmlab import gpu, registry, verify
 gpu.cuda()
 A, B = verify.random_operands(4096, 4096, 4096, seed=1)
 problem = registry.lookup("tc_inner_bf16").on_device(A, B)
