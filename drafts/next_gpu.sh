@@ -9,9 +9,12 @@
 #      the time: issue #17)
 #   B  execute chapter 9 with its sizes table interleaved (about 250 s), the notebook back as nb.tgz
 #   C  nbval over chapter 9 (about 200 s) and tests/gpu/test_bench.py
+#   D  issue #18: where cuBLAS's 18% fewer L2 bytes come from at 4096^3 (results/ncu-h200-hopper-4096.csv): the L2's
+#      sectors by source (the SMs or the fabric between the L2's two halves) and by operation, for the last step and
+#      cuBLAS's kernel; the metric names are listed first, since a wrong one makes ncu refuse the whole run
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D}
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
 run() {  # run NAME SECONDS CMD...: a step under a time limit, its log and time in $out/logs
@@ -39,6 +42,11 @@ for _ in range(3):
   C) run nbval-09 400 python3 -m pytest -p no:cacheprovider -q -ra --nbval chapters/09_hopper.ipynb --nbval-current-env \
          --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=330
      run test-bench 120 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu/test_bench.py ;;
-  *) echo "unknown part $part (A, B or C)" >&2; exit 2 ;;
+  D) run ncu-query 60 bash -c 'ncu --query-metrics --chip gh100 | grep -E "^lts__t_(sectors|requests)_(srcunit|op)"'
+     metrics=lts__t_sectors.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_ltcfabric.sum
+     metrics+=,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_op_red.sum
+     run ncu-l2 150 ncu --clock-control none --launch-count 2 -k 'regex:nvjet|wgmma_gemm_tmastore_bf16' \
+         --metrics "$metrics" --csv --page details python3 drafts/09_tail_experiment.py --once --cublas ;;
+  *) echo "unknown part $part (A, B, C or D)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
