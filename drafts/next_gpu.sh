@@ -12,7 +12,8 @@
 #   D  issue #18: where cuBLAS's 18% fewer L2 bytes come from at 4096^3 (results/ncu-h200-hopper-4096.csv): the L2's
 #      sectors by source (the SMs or the fabric between the L2's two halves) and by operation, for the last step and
 #      cuBLAS's kernel; the metric names are listed first, since a wrong one makes ncu refuse the whole run. And
-#      issue #17: what chapter 8's copies cost, bytes or instructions (drafts/08_copy_path_experiment.py, about 1 min)
+#      issue #17: what chapter 8's copies cost, bytes or instructions (drafts/08_copy_path_experiment.py, about 1 min),
+#      and what tc_inner's half-empty last wave and its tile order cost at 8192^3 (08_tail_group_experiment.py, 3 min)
 set -uo pipefail
 out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D}
 part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D}
@@ -48,7 +49,8 @@ for _ in range(3):
      metrics+=,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_op_red.sum
      run ncu-l2 150 ncu --clock-control none --launch-count 2 -k 'regex:nvjet|wgmma_gemm_tmastore_bf16' \
          --metrics "$metrics" --csv --page details python3 drafts/09_tail_experiment.py --once --cublas
-     run copy-path 200 python3 drafts/08_copy_path_experiment.py ;;
+     run copy-path 200 python3 drafts/08_copy_path_experiment.py
+     run tail-group 300 python3 drafts/08_tail_group_experiment.py ;;
   *) echo "unknown part $part (A, B, C or D)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
