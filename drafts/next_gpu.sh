@@ -4,9 +4,7 @@
 # Before B, here: git apply drafts/pending-09_sizes_interleaved.patch. After B, here: tar xzf FILES_AT/nb.tgz, so
 # that C checks the executed notebook (nbval over the old copy fails on its changed cell).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json lacks chapter 8's
-#      last step, tc_inner), and Nsight Compute's memory and warp-state sections on the steady loop with copies and on
-#      tc_inner_bf16 at 4096^3 (is the loop bound by the L2's bandwidth, and which stall idles the tensor pipe 29% of
-#      the time: issue #17)
+#      last step, tc_inner; the float64 references at 8192^3 take most of the time)
 #   B  execute chapter 9 with its sizes table interleaved (about 250 s), the notebook back as nb.tgz
 #   C  nbval over chapter 9 (about 200 s) and tests/gpu/test_bench.py
 #   D  issue #18: where cuBLAS's 18% fewer L2 bytes come from at 4096^3 (results/ncu-h200-hopper-4096.csv): the L2's
@@ -14,9 +12,11 @@
 #      cuBLAS's kernel; the metric names are listed first, since a wrong one makes ncu refuse the whole run. And
 #      issue #17: what chapter 8's copies cost, bytes or instructions (drafts/08_copy_path_experiment.py, about 1 min),
 #      and what tc_inner's half-empty last wave and its tile order cost at 8192^3 (08_tail_group_experiment.py, 3 min)
+#   E  Nsight Compute's memory and warp-state sections on chapter 8's steady loop with copies and on tc_inner_bf16 at
+#      4096^3 (about 90 s: is the loop bound by the L2's bandwidth, and which stall idles the tensor pipe 29% of the time: #17)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E}
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
 run() {  # run NAME SECONDS CMD...: a step under a time limit, its log and time in $out/logs
@@ -26,8 +26,8 @@ run() {  # run NAME SECONDS CMD...: a step under a time limit, its log and time 
     echo "$name: rc $? in $((SECONDS - t0)) s" | tee -a "$out/logs/summary"
 }
 case $part in
-  A) run bench 420 python3 -m gemmlab bench --precision all --json "$out/bench.json"
-     # Is chapter 8's loop bound by the L2? At 80% of the probe the copies pull about 5.9 TB/s from it (24 KiB per
+  A) run bench 560 python3 -m gemmlab bench --precision all --json "$out/bench.json" ;;
+  E) # Is chapter 8's loop bound by the L2? At 80% of the probe the copies pull about 5.9 TB/s from it (24 KiB per
      # 2.1 MFLOP tile); Nsight Compute's memory and warp-state sections on the steady loop with copies and on tc_inner
      sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats"
      run ncu-steady 150 ncu --clock-control none --launch-skip 2 --launch-count 1 -k regex:steady_copies $sections \
@@ -51,6 +51,6 @@ for _ in range(3):
          --metrics "$metrics" --csv --page details python3 drafts/09_tail_experiment.py --once --cublas
      run copy-path 200 python3 drafts/08_copy_path_experiment.py
      run tail-group 300 python3 drafts/08_tail_group_experiment.py ;;
-  *) echo "unknown part $part (A, B, C or D)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D or E)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
