@@ -14,9 +14,11 @@
 #      and what tc_inner's half-empty last wave and its tile order cost at 8192^3 (08_tail_group_experiment.py, 3 min)
 #   E  Nsight Compute's memory and warp-state sections on chapter 8's steady loop with copies and on tc_inner_bf16 at
 #      4096^3 (about 90 s: is the loop bound by the L2's bandwidth, and which stall idles the tensor pipe 29% of the time: #17)
+#   F  issue #17: chapter 8's last step with a stream-K tail (drafts/08_streamk_tail_experiment.py, about 3 min):
+#      correctness at awkward sizes and forced splits, then timed interleaved against tc_inner and cuBLAS
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F}
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
 run() {  # run NAME SECONDS CMD...: a step under a time limit, its log and time in $out/logs
@@ -51,6 +53,7 @@ for _ in range(3):
          --metrics "$metrics" --csv --page details python3 drafts/09_tail_experiment.py --once --cublas
      run copy-path 200 python3 drafts/08_copy_path_experiment.py
      run tail-group 300 python3 drafts/08_tail_group_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D or E)" >&2; exit 2 ;;
+  F) run streamk-tail 400 python3 drafts/08_streamk_tail_experiment.py ;;
+  *) echo "unknown part $part (A, B, C, D, E or F)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
