@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The next GPU session's work (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
+# All six take about 1,700 s of device time with one start: where a session has less, A first (the bench JSON issue
+# #17's acceptance asks for), then D and E (what limits chapter 8; chapter 9's L2 gap), F, and B with C last.
 # Before B, here: git apply drafts/pending-09_sizes_interleaved.patch. After B, here: tar xzf FILES_AT/nb.tgz, so
 # that C checks the executed notebook (nbval over the old copy fails on its changed cell).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json lacks chapter 8's
