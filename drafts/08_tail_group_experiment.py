@@ -12,7 +12,7 @@
 # Correctness first at 1000x2000x777 and 1024x2048x512 (where every block but the edge ones is an inner tile).
 # Run on a GPU of sm_80 or later, with CuPy and nvidia-smi (about 2-3 minutes):
 #   timeout 300 python3 drafts/08_tail_group_experiment.py [--groups 4 16 32] [--seconds 3]
-import argparse, importlib.util, sys, tempfile, time
+import argparse, sys, tempfile, time
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,12 +24,6 @@ BASE_GROUP = "#define TC_GROUP 8 "
 INNER = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
 SIZES = ((8192, 8192, 8192), (8448, 7680, 8192))       # 15.5 and exactly 15 waves of 132 tiles
 
-
-def power_script():
-    spec = importlib.util.spec_from_file_location("power_under_load", ROOT / "scripts" / "power_under_load.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def variant_source(group: int) -> str:
@@ -62,7 +56,7 @@ def tail(cp):
 
 
 def groups(cp, chosen, seconds):
-    power = power_script()
+    from scripts import power_under_load as power     # scripts/ is a namespace package
     p = "BF16"
     kernels = {"g8": registry.lookup("tc_inner_bf16")}
     with tempfile.TemporaryDirectory() as tmp:

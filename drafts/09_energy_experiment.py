@@ -10,7 +10,7 @@
 # joule; scripts/power_under_load.py's measure). Correctness first, at 1000x2000x777 and at the timed size.
 # Run on a Hopper GPU with CuPy and nvidia-smi (about 4-5 minutes, most of it compiling five copies of the file):
 #   timeout 420 python3 drafts/09_energy_experiment.py [--sizes 4096] [--groups 2 4 16 32]
-import argparse, importlib.util, sys, tempfile, time
+import argparse, sys, tempfile, time
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,12 +22,6 @@ BASE_GROUP = "#define WS_GROUP 8\n"
 KERNELS = {"last": tma.GEMM_TMA_STORE, "pingpong": tma.GEMM_PINGPONG}
 
 
-def power_script():
-    spec = importlib.util.spec_from_file_location("power_under_load", ROOT / "scripts" / "power_under_load.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def variant_source(group: int) -> str:
     text = (ROOT / "kernels" / tma.SOURCE).read_text()
@@ -36,7 +30,7 @@ def variant_source(group: int) -> str:
 
 
 def main(sizes, groups, seconds):
-    power = power_script()
+    from scripts import power_under_load as power     # scripts/ is a namespace package
     gpu.cuda()
     cp = bench.cupy_or_none()
     if cp is None:
