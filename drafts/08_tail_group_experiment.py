@@ -25,7 +25,6 @@ INNER = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
 SIZES = ((8192, 8192, 8192), (8448, 7680, 8192))       # 15.5 and exactly 15 waves of 132 tiles
 
 
-
 def variant_source(group: int) -> str:
     text = (ROOT / "kernels" / tc_configs.SOURCE).read_text()
     assert text.count(BASE_GROUP) == 1, f"kernels/{tc_configs.SOURCE} changed: cannot find its TC_GROUP"

@@ -22,7 +22,6 @@ BASE_GROUP = "#define WS_GROUP 8\n"
 KERNELS = {"last": tma.GEMM_TMA_STORE, "pingpong": tma.GEMM_PINGPONG}
 
 
-
 def variant_source(group: int) -> str:
     text = (ROOT / "kernels" / tma.SOURCE).read_text()
     assert text.count(BASE_GROUP) == 1, "kernels/09_hopper.cu changed: cannot find its WS_GROUP"
