@@ -8,7 +8,9 @@
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json lacks chapter 8's
 #      last step, tc_inner; the float64 references at 8192^3 take most of the time)
 #   B  execute chapter 9 with its sizes table interleaved (about 250 s), the notebook back as nb.tgz
-#   C  nbval over chapter 9 (about 200 s) and tests/gpu/test_bench.py
+#   C  nbval over chapter 9 (about 200 s), tests/gpu/test_bench.py, and the GPU checks of probes.mma_probe (refactored
+#      from mma_ceiling and the power script on 2026-12-02 without a GPU): the ceiling and steady-state tests and one
+#      short run of scripts/power_under_load.py
 #   D  issue #18: where cuBLAS's 18% fewer L2 bytes come from at 4096^3 (results/ncu-h200-hopper-4096.csv): the L2's
 #      sectors by source (the SMs or the fabric between the L2's two halves) and by operation, for the last step and
 #      cuBLAS's kernel; the metric names are listed first, since a wrong one makes ncu refuse the whole run. And
@@ -47,7 +49,9 @@ for _ in range(3):
      tar czf "$out/nb.tgz" chapters/09_hopper.ipynb ;;
   C) run nbval-09 400 python3 -m pytest -p no:cacheprovider -q -ra --nbval chapters/09_hopper.ipynb --nbval-current-env \
          --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=330
-     run test-bench 120 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu/test_bench.py ;;
+     run test-bench-probes 200 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu/test_bench.py \
+         tests/gpu/test_steady_state.py tests/gpu/test_tensor_kernels.py -k "bench or ceiling or steady"
+     run power 60 python3 scripts/power_under_load.py --sizes 1024 --seconds 2 --kernels tc_inner_bf16 ;;
   D) run ncu-query 60 bash -c 'ncu --query-metrics --chip gh100 | grep -E "^lts__t_(sectors|requests)_(srcunit|op)"'
      metrics=lts__t_sectors.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_ltcfabric.sum
      metrics+=,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_op_red.sum

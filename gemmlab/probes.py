@@ -209,28 +209,48 @@ def ldmatrix_registers(image, offsets, num: int, trans: bool = False) -> np.ndar
 MMA_CEILINGS = {("m16n8k16", "f16"): (8, 0), ("m16n8k16", "bf16"): (8, 0), ("m16n8k8", "tf32"): (8, 0),
                 ("m16n8k8", "f16"): (7, 5)}
 """The ``mma_ceiling_*`` probes of ``08_mma_probe.cu`` and the compute capability each needs."""
-def mma_ceiling(shape: str = "m16n8k16", dtype: str = "f16", iters: int = 4096, threads: int = 256) -> float | None:
-    """The tensor cores' rate for one ``mma.sync`` form, in FLOP/s: every SM filled with warps that each run
-    :data:`gemmlab.compile_units.MMA_CHAINS` independent chains of the instruction (the way chapter 0's FMA probe measures the FP32
-    ceiling). None where the kernels are compiled for an architecture without that form."""
+
+
+def mma_probe(shape: str = "m16n8k16", dtype: str = "f16", iters: int = 4096, threads: int = 256):
+    """``(launch, flops)`` of the tensor cores' ceiling probe for one ``mma.sync`` form: a function that launches it
+    once (every SM filled twice over with warps that each run :data:`gemmlab.compile_units.MMA_CHAINS` independent
+    chains of the instruction, ``iters`` times) and the FLOPs that launch does; None where the kernels are compiled
+    for an architecture without that form. :func:`mma_ceiling` times it; ``scripts/power_under_load.py`` runs it for
+    seconds while the clock and the power are sampled."""
     if (shape, dtype) not in MMA_CEILINGS:
         raise ValueError(f"no ceiling probe for {shape} {dtype}; there are {sorted(MMA_CEILINGS)}")
     gpu.cuda()
     spec = device.current()
     check_block((threads, 1, 1), spec)
+    compiled = compiler.load(MMA_PROBES)
+    if _capability(compiled.arch) < MMA_CEILINGS[shape, dtype]:
+        return None
     from pycuda import gpuarray
 
-    compiled = compiler.load(MMA_PROBES)
-    digits = compiled.arch.split("_")[1]
-    if (int(digits[:-1]), int(digits[-1])) < MMA_CEILINGS[shape, dtype]:
-        return None
     fn = compiled.function(f"mma_ceiling_{shape}_{dtype}")
     grid = probe_grid(threads, spec, waves=2)
-    out = gpuarray.zeros(grid[0] * threads, np.float32)
-    t = timing.time_gpu(lambda: fn(out.gpudata, np.int32(iters), block=(threads, 1, 1), grid=grid), repeat=5)
+    out = gpuarray.zeros(grid[0] * threads, np.float32)          # kept alive by the closure below
     m, n, k = mma.instruction(shape, dtype).mnk
-    return grid[0] * threads // 32 * iters * MMA_CHAINS * 2 * m * n * k / t.median_s
+    flops = grid[0] * threads // 32 * iters * MMA_CHAINS * 2 * m * n * k
+    return (lambda: fn(out.gpudata, np.int32(iters), block=(threads, 1, 1), grid=grid)), flops
 
+
+def mma_ceiling(shape: str = "m16n8k16", dtype: str = "f16", iters: int = 4096, threads: int = 256) -> float | None:
+    """The tensor cores' rate for one ``mma.sync`` form, in FLOP/s: :func:`mma_probe` timed (the way chapter 0's
+    FMA probe measures the FP32 ceiling). None where the kernels are compiled for an architecture without that
+    form."""
+    probe = mma_probe(shape, dtype, iters, threads)
+    if probe is None:
+        return None
+    launch, flops = probe
+    return flops / timing.time_gpu(launch, repeat=5).median_s
+
+
+def _capability(arch: str) -> tuple[int, int]:
+    """(8, 0) for ``sm_80`` or ``compute_80``, (9, 0) for ``sm_90a``: what the code is compiled for (GEMMLAB_ARCH
+    may name an older architecture than the GPU's)."""
+    digits = str(_arch_number(arch))
+    return int(digits[:-1]), int(digits[-1])
 
 
 STEADY = "08_steady_state.cu"

@@ -15,7 +15,6 @@ import argparse, datetime, shutil, statistics, subprocess, sys, threading, time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -147,7 +146,7 @@ def measure(name: str, run, flops: float, seconds: float, sampler) -> Reading | 
 
 
 def main(seconds: float, sizes=SIZES, kernels=None, precision: str = "BF16"):
-    from gemmlab import bench, ceilings, compile_units, compiler, device, gpu, mma, precisions, probes, registry, verify
+    from gemmlab import bench, ceilings, device, gpu, precisions, probes, registry, verify
     if shutil.which("nvidia-smi") is None:
         sys.exit("power_under_load: needs nvidia-smi (it samples the clock and the power)")
     gpu.cuda()
@@ -156,10 +155,10 @@ def main(seconds: float, sizes=SIZES, kernels=None, precision: str = "BF16"):
         sys.exit("power_under_load: needs CuPy for cuBLAS")
     spec = device.current()
     shape, dtype = ceilings.mma_form(precision, spec)
-    compiled = compiler.load(probes.MMA_PROBES)
-    digits = compiled.arch.split("_")[1]                 # what the kernels are compiled for (GEMMLAB_ARCH may be older)
-    if (int(digits[:-1]), int(digits[-1])) < probes.MMA_CEILINGS[shape, dtype]:
-        sys.exit(f"power_under_load: code compiled for {compiled.arch} has no {precision} tensor-core instruction; "
+    # The mma.sync probe of chapter 8 in this format (m16n8k16; a T4's FP16 m16n8k8): no memory traffic at all.
+    probe = probes.mma_probe(shape, dtype)
+    if probe is None:                   # the code is compiled for an older architecture (GEMMLAB_ARCH)
+        sys.exit(f"power_under_load: the code compiled here has no {precision} tensor-core instruction; "
                  "try --precision FP16")
     kernels = kernels or [f"{step}_{SUFFIXES[precision]}" for step in STEPS]
     info = subprocess.run(["nvidia-smi", "--query-gpu=name,power.limit,enforced.power.limit,clocks.max.sm",
@@ -172,16 +171,8 @@ def main(seconds: float, sizes=SIZES, kernels=None, precision: str = "BF16"):
     if idle:
         print(f"idle: {statistics.mean(s[1] for s in idle):.0f} MHz, {statistics.mean(s[2] for s in idle):.1f} W", flush=True)
 
-    # The mma.sync probe of chapter 8 in this format (m16n8k16; a T4's FP16 m16n8k8): no memory traffic at all.
-    fn = compiled.function(f"mma_ceiling_{shape}_{dtype}")
-    mi, ni, ki = mma.instruction(shape, dtype).mnk
-    threads, iters = 256, 4096
-    grid = probes.probe_grid(threads, spec, waves=2)
-    from pycuda import gpuarray
-    out = gpuarray.zeros(grid[0] * threads, np.float32)
-    flops = grid[0] * threads // 32 * iters * compile_units.MMA_CHAINS * 2 * mi * ni * ki
-    measure(f"mma.sync probe ({dtype})", lambda: fn(out.gpudata, np.int32(iters), block=(threads, 1, 1), grid=grid), flops,
-            seconds, sampler)
+    launch, flops = probe
+    measure(f"mma.sync probe ({dtype})", launch, flops, seconds, sampler)
     time.sleep(1.0)
 
     for n in sizes:
