@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The next GPU session's work (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
-# All six take about 1,700 s of device time with one start: where a session has less, A first (the bench JSON issue
-# #17's acceptance asks for), then D and E (what limits chapter 8; chapter 9's L2 gap), F, and B with C last.
+# All seven take about 1,750 s of device time with one start: where a session has less, P first (it checks code already
+# in main), then A (the bench JSON issue #17's acceptance asks for), D and E (what limits chapter 8; chapter 9's L2
+# gap), F, and B with C last.
+#   P  the GPU checks of probes.mma_probe (refactored from mma_ceiling and the power script on 2026-12-02 without a
+#      GPU): the ceiling, steady-state and bench tests, and one short run of scripts/power_under_load.py (about 90 s)
 # Before B, here: git apply drafts/pending-09_sizes_interleaved.patch. After B, here: tar xzf FILES_AT/nb.tgz, so
 # that C checks the executed notebook (nbval over the old copy fails on its changed cell).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json lacks chapter 8's
 #      last step, tc_inner; the float64 references at 8192^3 take most of the time)
 #   B  execute chapter 9 with its sizes table interleaved (about 250 s), the notebook back as nb.tgz
-#   C  nbval over chapter 9 (about 200 s), tests/gpu/test_bench.py, and the GPU checks of probes.mma_probe (refactored
-#      from mma_ceiling and the power script on 2026-12-02 without a GPU): the ceiling and steady-state tests and one
-#      short run of scripts/power_under_load.py
+#   C  nbval over chapter 9 (about 200 s)
 #   D  issue #18: where cuBLAS's 18% fewer L2 bytes come from at 4096^3 (results/ncu-h200-hopper-4096.csv): the L2's
 #      sectors by source (the SMs or the fabric between the L2's two halves) and by operation, for the last step and
 #      cuBLAS's kernel; the metric names are listed first, since a wrong one makes ncu refuse the whole run. And
@@ -21,8 +22,8 @@
 #   F  issue #17: chapter 8's last step with a stream-K tail (drafts/08_streamk_tail_experiment.py, about 3 min):
 #      correctness at awkward sizes and forced splits, then timed interleaved against tc_inner and cuBLAS
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|P}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|P}
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
 run() {  # run NAME SECONDS CMD...: a step under a time limit, its log and time in $out/logs
@@ -48,8 +49,8 @@ for _ in range(3):
   B) run execute-09 560 bash scripts/execute.sh chapters/09_hopper.ipynb
      tar czf "$out/nb.tgz" chapters/09_hopper.ipynb ;;
   C) run nbval-09 400 python3 -m pytest -p no:cacheprovider -q -ra --nbval chapters/09_hopper.ipynb --nbval-current-env \
-         --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=330
-     run test-bench-probes 200 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu/test_bench.py \
+         --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=330 ;;
+  P) run test-bench-probes 200 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu/test_bench.py \
          tests/gpu/test_steady_state.py tests/gpu/test_tensor_kernels.py -k "bench or ceiling or steady"
      run power 60 python3 scripts/power_under_load.py --sizes 1024 --seconds 2 --kernels tc_inner_bf16 ;;
   D) run ncu-query 60 bash -c 'ncu --query-metrics --chip gh100 | grep -E "^lts__t_(sectors|requests)_(srcunit|op)"'
@@ -60,6 +61,6 @@ for _ in range(3):
      run copy-path 200 python3 drafts/08_copy_path_experiment.py
      run tail-group 300 python3 drafts/08_tail_group_experiment.py ;;
   F) run streamk-tail 400 python3 drafts/08_streamk_tail_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E or F)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, F or P)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"

@@ -13,9 +13,9 @@ from . import compiler, device, gpu, mma, timing
 from .checks import check_block, check_fits, check_grid
 from .compile_units import FMA_CHAINS, MMA_CHAINS
 
-__all__ = ["FMA_CHAINS", "LDMATRIX_IMAGE_BYTES", "SENTINEL", "bank_probe", "barrier_deadlock", "copy", "copy_passes", "fma",
-           "fma_values", "hello_ids", "ldmatrix_registers", "mma_ceiling", "mma_product", "mma_registers", "probe_grid",
-           "steady_state", "wgmma_product"]
+__all__ = ["FMA_CHAINS", "LDMATRIX_IMAGE_BYTES", "SENTINEL", "bank_probe", "barrier_deadlock", "copy", "copy_passes",
+           "fma", "fma_values", "hello_ids", "ldmatrix_registers", "mma_ceiling", "mma_probe", "mma_product",
+           "mma_registers", "probe_grid", "steady_state", "wgmma_product"]
 
 # ---------------------------------------------------------------- chapter 4 probe
 
