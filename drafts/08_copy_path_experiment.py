@@ -21,6 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import compiler, device, gpu, mma, probes, timing
+from drafts.variants import kernel_variant
 
 COPY = ('                    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;"\n'
         '                                 :: "r"(steady_smem(dst + 16 * (tid + 256 * q))), "l"(g + chunk));\n')
@@ -33,21 +34,16 @@ def copy(kind: str, size: int) -> str:
 
 
 VARIANTS = {
-    "ca16": lambda t: t.replace(COPY, copy("ca", 16)),
-    "ca8": lambda t: t.replace(COPY, copy("ca", 8)),
-    "ca4": lambda t: t.replace(COPY, copy("ca", 4)),
-    "half": lambda t: t.replace(LOOP, LOOP.replace("q < 6", "q < 3")),
-    "l1": lambda t: t.replace(COPY, copy("ca", 16)).replace(SOURCE_INDEX, "% 1536;"),
+    "ca16": [(COPY, copy("ca", 16))],
+    "ca8": [(COPY, copy("ca", 8))],
+    "ca4": [(COPY, copy("ca", 4))],
+    "half": [(LOOP, LOOP.replace("q < 6", "q < 3"))],
+    "l1": [(COPY, copy("ca", 16)), (SOURCE_INDEX, "% 1536;")],
 }
 
 
 def variant_source(name: str) -> str:
-    text = (ROOT / "kernels" / probes.STEADY).read_text()
-    for needle in (COPY, LOOP, SOURCE_INDEX):
-        assert text.count(needle) == 1, f"kernels/{probes.STEADY} changed: cannot find {needle.strip()[:40]!r}"
-    out = VARIANTS[name](text)
-    assert out != text
-    return out
+    return kernel_variant(probes.STEADY, *VARIANTS[name])
 
 
 def launcher(compiled, function: str, spec, iters: int):
@@ -69,7 +65,7 @@ def main(iters: int):
         sys.exit(f"{spec.name}: a block cannot have {probes.STEADY_SHARED_BYTES} bytes of shared memory")
     runs, keep = {}, []
     own = compiler.load(probes.STEADY)
-    if probes._arch_number(own.arch) < 80:
+    if compiler.capability(own.arch) < (8, 0):
         sys.exit(f"needs mma.sync m16n8k16 (sm_80), compiled for {own.arch}")
     for part in ("barrier", "copies"):
         run, out, g = launcher(own, f"steady_{part}", spec, iters)

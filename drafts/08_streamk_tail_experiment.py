@@ -21,6 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import tc_configs
+from drafts.variants import replace_once
 
 INNER = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
 EDITS = [
@@ -128,10 +129,7 @@ extern "C" __global__ void __launch_bounds__(256) tc_sk_zero(float* C, int M, in
 def generated_source() -> str:
     path = ROOT / "kernels" / tc_configs.SOURCE
     text = path.read_text()
-    body = text[text.index("// [tc_gemm]"):text.index("// [/tc_gemm]")]
-    for old, new in EDITS:
-        assert body.count(old) == 1, f"kernels/{tc_configs.SOURCE} changed: cannot find {old.strip()[:60]!r}"
-        body = body.replace(old, new)
+    body = replace_once(text[text.index("// [tc_gemm]"):text.index("// [/tc_gemm]")], EDITS, f"kernels/{tc_configs.SOURCE}")
     return f'#include "{path}"\n{HELPERS}\n{body}\n{ENTRIES}'
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import bench, ceilings, compile_units, gpu, precisions, registry, tc_configs, tensor_gemm, timing, verify
+from drafts.variants import kernel_variant
 
 BASE_GROUP = "#define TC_GROUP 8 "
 INNER = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
@@ -26,9 +27,7 @@ SIZES = ((8192, 8192, 8192), (8448, 7680, 8192))       # 15.5 and exactly 15 wav
 
 
 def variant_source(group: int) -> str:
-    text = (ROOT / "kernels" / tc_configs.SOURCE).read_text()
-    assert text.count(BASE_GROUP) == 1, f"kernels/{tc_configs.SOURCE} changed: cannot find its TC_GROUP"
-    return text.replace(BASE_GROUP, f"#define TC_GROUP {group} ")
+    return kernel_variant(tc_configs.SOURCE, (BASE_GROUP, f"#define TC_GROUP {group} "))
 
 
 def share(times, name, reference):
@@ -85,9 +84,7 @@ def groups(cp, chosen, seconds):
             time.sleep(1.0)
             r = power.measure(f"tc_inner {name} {n}^3", q.launch, flops, seconds, sampler)
             if r and base:
-                print(f"   {name:4s} of cuBLAS: {100 * r.tflops / base.tflops:.1f}% per second, "
-                      f"{100 * r.kflop_per_cycle / base.kflop_per_cycle:.1f}% per cycle, "
-                      f"{100 * r.gflop_per_joule / base.gflop_per_joule:.1f}% per joule", flush=True)
+                print(f"   {name:4s} of cuBLAS: {r.against(base)}", flush=True)
         sampler.stop()
 
 

@@ -17,15 +17,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import bench, compile_units, gpu, precisions, tensor_gemm, timing, tma, verify
+from drafts.variants import kernel_variant
 
 BASE_GROUP = "#define WS_GROUP 8\n"
 KERNELS = {"last": tma.GEMM_TMA_STORE, "pingpong": tma.GEMM_PINGPONG}
 
 
 def variant_source(group: int) -> str:
-    text = (ROOT / "kernels" / tma.SOURCE).read_text()
-    assert text.count(BASE_GROUP) == 1, "kernels/09_hopper.cu changed: cannot find its WS_GROUP"
-    return text.replace(BASE_GROUP, f"#define WS_GROUP {group}\n")
+    return kernel_variant(tma.SOURCE, (BASE_GROUP, f"#define WS_GROUP {group}\n"))
 
 
 def main(sizes, groups, seconds):
@@ -65,9 +64,7 @@ def main(sizes, groups, seconds):
             for name, p in problems.items():
                 r = power.measure(f"{name} {n}^3", p.launch, flops, seconds, sampler)
                 if r and base:
-                    print(f"   {name:12s} of cuBLAS: {100 * r.tflops / base.tflops:.1f}% per second, "
-                          f"{100 * r.kflop_per_cycle / base.kflop_per_cycle:.1f}% per cycle, "
-                          f"{100 * r.gflop_per_joule / base.gflop_per_joule:.1f}% per joule", flush=True)
+                    print(f"   {name:12s} of cuBLAS: {r.against(base)}", flush=True)
                 time.sleep(1.0)
             del problems
         sampler.stop()

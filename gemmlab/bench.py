@@ -121,12 +121,18 @@ def time_cublas(A: np.ndarray, B: np.ndarray, repeat: int = 5, reference: verify
     return None if p is None else p.timed(repeat)
 
 
+def fraction_of_cublas(result: GemmResult, cublas_tflops: float | None) -> float | None:
+    """``result``'s share of cuBLAS's rate: for an interleaved result the median of its per-round ratios (each
+    round saw one clock), otherwise the ratio of the two rates; None where there is neither."""
+    if result.share_of_cublas:
+        return result.share_of_cublas[0]
+    return result.tflops / cublas_tflops if cublas_tflops else None
+
+
 def of_cublas(result: GemmResult, cublas: GemmResult | None) -> str:
-    """``result``'s share of the cuBLAS result as ``"92.3%"``, or ``"-"`` where there is no cuBLAS. An interleaved
-    result gives the median of its per-round ratios, as the JSON does, not the ratio of the two medians."""
-    if not cublas:
-        return "-"
-    return f"{result.share_of_cublas[0] if result.share_of_cublas else result.tflops / cublas.tflops:.1%}"
+    """``result``'s share of the cuBLAS result as ``"92.3%"`` (:func:`fraction_of_cublas`, as the JSON gives it), or
+    ``"-"`` where there is no cuBLAS."""
+    return f"{fraction_of_cublas(result, cublas.tflops):.1%}" if cublas else "-"
 
 
 def sweep(names, sizes, repeat: int = 5, cublas: bool = True) -> dict[str, list[GemmResult]]:
@@ -225,7 +231,7 @@ def to_json(results: list[GemmResult], mma_ceilings: dict[str, float] | None = N
         row = asdict(r)
         ref = base.get((r.M, r.N, r.K, r.precision))
         share = row.pop("share_of_cublas")
-        row["fraction_of_cublas"] = share[0] if share else r.tflops / ref if ref else None
+        row["fraction_of_cublas"] = fraction_of_cublas(r, ref)
         if share:
             row["fraction_of_cublas_quartiles"] = [share[1], share[2]]
         row["fraction_of_fp32_peak"] = r.tflops * 1e12 / device.peak_fp32_flops(spec) if r.precision == "FP32" else None

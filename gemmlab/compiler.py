@@ -249,6 +249,13 @@ def arch() -> str:
     return f"sm_{major}{minor}"
 
 
+def capability(arch: str) -> tuple[int, int]:
+    """``(major, minor)`` of an architecture name, what code compiled for it may use: (7, 5) for ``compute_75``,
+    (9, 0) for ``sm_90`` or ``sm_90a``, (10, 0) for ``sm_100f`` (:func:`target` may name an older one than the GPU's)."""
+    digits = arch.split("_")[1].rstrip("af")
+    return int(digits[:-1]), int(digits[-1])
+
+
 def target() -> str:
     """What the kernels are compiled for: this GPU's ``sm_XY``, or the virtual architecture named by
     ``$GEMMLAB_ARCH``, e.g. ``compute_75``: PTX that the driver JIT-compiles for this GPU, so the

@@ -140,7 +140,8 @@ LDMATRIX_IMAGE_BYTES = 8192
 
 def _arch_number(arch: str) -> int:
     """75 for ``sm_75`` or ``compute_75``, 90 for ``sm_90``."""
-    return int(arch.split("_")[1].rstrip("af"))
+    major, minor = compiler.capability(arch)
+    return 10 * major + minor
 
 
 def _words(name: str, X, shape: tuple[int, int], dtype) -> np.ndarray:
@@ -223,7 +224,7 @@ def mma_probe(shape: str = "m16n8k16", dtype: str = "f16", iters: int = 4096, th
     spec = device.current()
     check_block((threads, 1, 1), spec)
     compiled = compiler.load(MMA_PROBES)
-    if _capability(compiled.arch) < MMA_CEILINGS[shape, dtype]:
+    if compiler.capability(compiled.arch) < MMA_CEILINGS[shape, dtype]:
         return None
     from pycuda import gpuarray
 
@@ -244,13 +245,6 @@ def mma_ceiling(shape: str = "m16n8k16", dtype: str = "f16", iters: int = 4096, 
         return None
     launch, flops = probe
     return flops / timing.time_gpu(launch, repeat=5).median_s
-
-
-def _capability(arch: str) -> tuple[int, int]:
-    """(8, 0) for ``sm_80`` or ``compute_80``, (9, 0) for ``sm_90a``: what the code is compiled for (GEMMLAB_ARCH
-    may name an older architecture than the GPU's)."""
-    digits = str(_arch_number(arch))
-    return int(digits[:-1]), int(digits[-1])
 
 
 STEADY = "08_steady_state.cu"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks, device, gpu, verify
+from . import checks, compiler, device, gpu, verify
 from .mma import bf16_to_f32, to_bf16_bits, to_tf32
 from .gemm import DeviceProblem, GemmKernel
 from .tc_configs import CONFIGS, ELEMENT_BYTES, SIXTEEN_BIT, SOURCE, SUFFIXES, TcConfig
@@ -116,11 +116,6 @@ def supports(precision: str, compute_capability: tuple[int, int]) -> bool:
     return tuple(compute_capability) >= MIN_CAPABILITY[precision]
 
 
-def _capability(target: str) -> tuple[int, int]:
-    digits = target.split("_")[1]              # sm_90, compute_75
-    return int(digits[:-1]), int(digits[-1])
-
-
 @dataclass(frozen=True)
 class TensorGemmKernel(GemmKernel):
     """A tensor-core kernel for one input precision; ``function`` is the entry point without its suffix."""
@@ -177,10 +172,10 @@ class TensorGemmKernel(GemmKernel):
 
     def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
         compiled = self.compiled()
-        if not supports(self.precision, _capability(compiled.arch)):
+        if not supports(self.precision, compiler.capability(compiled.arch)):
             raise RuntimeError(f"{self.name}: compiled for {compiled.arch}, which has no {self.precision} tensor-core "
                                "instruction (GEMMLAB_ARCH names an older architecture than BF16 and TF32 need, 8.0)")
-        shared = self.shared_for(_capability(compiled.arch))
+        shared = self.shared_for(compiler.capability(compiled.arch))
         fn = compiled.prepared(self.entry_point, "PPPiii", shared)
         fn.prepared_call(self.grid(M, N), self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K, shared_size=shared)
 

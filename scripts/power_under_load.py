@@ -117,6 +117,11 @@ class Reading:
     def gflop_per_joule(self) -> float:
         return self.tflops * 1e12 / self.watts / 1e9
 
+    def against(self, base: "Reading") -> str:
+        """This reading as a share of ``base``'s (cuBLAS's, say): per second, per clock cycle and per joule."""
+        return (f"{self.tflops / base.tflops:.1%} per second, {self.kflop_per_cycle / base.kflop_per_cycle:.1%} per "
+                f"cycle, {self.gflop_per_joule / base.gflop_per_joule:.1%} per joule")
+
 
 def reading(flops: float, t0: float, t1: float, batches, samples) -> Reading | None:
     """The steady part (after STEADY_AFTER_S) of a run from t0 to t1: the median time per call of the batches that

@@ -56,6 +56,14 @@ def test_the_stored_h200_run_is_consistent(power):
         assert ("SW power cap" in reasons) == (not name.startswith("mma.sync probe")), name
 
 
+def test_a_reading_against_cublas_is_what_the_energy_run_printed(power):
+    # results/energy-h200-tile-groups.txt: cuBLAS and the last step (g8) alone at 4096^3, and the line it printed
+    cublas, last = power.Reading(648.3, 1522, 690.1, "SW power cap"), power.Reading(646.2, 1509, 688.1, "SW power cap")
+    assert last.against(cublas) == "99.7% per second, 100.5% per cycle, 100.0% per joule"
+    assert "last_g8      of cuBLAS: 99.7% per second, 100.5% per cycle, 100.0% per joule" in \
+        (ROOT / "results" / "energy-h200-tile-groups.txt").read_text()
+
+
 @pytest.mark.parametrize("args, message", [(["--kernels", "hopper_tmastore_f16"], "no BF16 kernel named hopper_tmastore_f16"),
                                            (["--precision", "FP16", "--kernels", "tc_wide_bf16"], "no FP16 kernel named tc_wide_bf16"),
                                            (["--precision", "TF32"], "invalid choice: 'TF32'"),

@@ -208,12 +208,12 @@ def test_each_format_has_its_ceiling_probe():
 
 
 def test_the_ceiling_probe_refuses_an_unknown_form_before_the_gpu_and_reads_the_compiled_architecture(monkeypatch):
-    from gemmlab import gpu, probes
+    from gemmlab import compiler, gpu, probes
     monkeypatch.setattr(gpu, "cuda", lambda: pytest.fail("a form without a probe must be refused before the GPU"))
     with pytest.raises(ValueError, match="no ceiling probe for m8n8k4 f16"):
         probes.mma_probe("m8n8k4", "f16")
-    assert [probes._capability(a) for a in ("compute_75", "sm_80", "sm_90a", "sm_100f")] == [(7, 5), (8, 0), (9, 0), (10, 0)]
-    assert probes._capability("sm_75") < probes.MMA_CEILINGS["m16n8k16", "bf16"] <= probes._capability("sm_90a")
+    assert [compiler.capability(a) for a in ("compute_75", "sm_80", "sm_90a", "sm_100f")] == [(7, 5), (8, 0), (9, 0), (10, 0)]
+    assert compiler.capability("sm_75") < probes.MMA_CEILINGS["m16n8k16", "bf16"] <= compiler.capability("sm_90a")
 
 
 def test_a_pycuda_kernel_s_shared_memory_limit_is_raised_once_per_size(monkeypatch):

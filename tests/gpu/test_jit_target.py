@@ -66,7 +66,7 @@ import os
 os.environ["GEMMLAB_ARCH"] = "compute_75"
 from gemmlab import compiler, tc_configs, tensor_gemm, verify
 A, B = verify.random_operands(150, 260, 100)      # several blocks, several K-tiles through the ring, ragged edges
-target = tensor_gemm._capability(compiler.target())
+target = compiler.capability(compiler.target())
 assert target == (7, 5), target
 configs = [c for c in tc_configs.CONFIGS if "FP16" in c.precisions]
 kernels = [tensor_gemm.mma_kernel(c, "FP16") for c in configs]

@@ -17,7 +17,7 @@ assert not wrong, wrong
 CHECK_TENSOR = """
 from gemmlab import compiler, tc_configs, tensor_gemm, verify
 A, B = verify.random_operands(150, 260, 100)      # several blocks, several K-tiles through the ring, ragged edges
-arch = tensor_gemm._capability(compiler.target())
+arch = compiler.capability(compiler.target())
 kernels = [tensor_gemm.wmma_kernel(p) for p in tc_configs.SIXTEEN_BIT] + [
     tensor_gemm.mma_kernel(c, p) for c in tc_configs.CONFIGS for p in c.precisions]
 ran = [k for k in kernels if tensor_gemm.supports(k.precision, arch)]

@@ -18,7 +18,7 @@ def kernels():
 
 def runnable(k) -> bool:
     spec = device.current()
-    target = tensor_gemm._capability(compiler.target())
+    target = compiler.capability(compiler.target())
     return k.shared_for(target) <= spec.shared_per_block_optin and tensor_gemm.supports(k.precision, target)
 
 
@@ -54,7 +54,7 @@ def test_nan_and_inf_land_where_numpy_puts_them(precision, dirty_memory):
 @pytest.mark.parametrize("precision", ["BF16", "TF32"])
 def test_bf16_and_tf32_are_refused_where_the_code_is_for_sm_75(precision):
     k = best(precision)
-    if tensor_gemm.supports(precision, tensor_gemm._capability(compiler.target())):
+    if tensor_gemm.supports(precision, compiler.capability(compiler.target())):
         pytest.skip(f"this run compiles for an architecture with {precision}")
     A, B = verify.random_operands(16, 16, 16)
     with pytest.raises(RuntimeError, match=f"no {precision} tensor-core instruction"):
@@ -74,7 +74,7 @@ def test_wrong_inputs_are_refused_before_any_launch():
 def test_ceiling_probes_run_or_say_they_cannot(shape, dtype):
     rate = probes.mma_ceiling(shape, dtype, iters=256)
     needed = probes.MMA_CEILINGS[shape, dtype]
-    if tensor_gemm._capability(compiler.target()) < needed:
+    if compiler.capability(compiler.target()) < needed:
         assert rate is None
     else:
         assert rate > 1e12                     # any tensor core does more than a TFLOP/s
