@@ -4,8 +4,10 @@
 # All seven take about 1,750 s of device time with one start: where a session has less, P first (it checks code already
 # in main), then A (the bench JSON issue #17's acceptance asks for), D and E (what limits chapter 8; chapter 9's L2
 # gap), F, and B with C last.
-#   P  the GPU checks of probes.mma_probe (refactored from mma_ceiling and the power script on 2026-12-02 without a
-#      GPU): the ceiling, steady-state and bench tests, and one short run of scripts/power_under_load.py (about 90 s)
+#   P  the GPU checks of what changed on 2026-12-02 without a GPU: probes.mma_probe (from mma_ceiling and the power
+#      script) and compiler.capability (which the tensor-core launcher and the probes now read the compiled
+#      architecture with): the tensor-kernel, probe, steady-state and bench tests, and one short run of
+#      scripts/power_under_load.py (about 3 min)
 # Before B, here: git apply drafts/pending-09_sizes_interleaved.patch. After B, here: tar xzf FILES_AT/nb.tgz, so
 # that C checks the executed notebook (nbval over the old copy fails on its changed cell).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json lacks chapter 8's
@@ -50,8 +52,8 @@ for _ in range(3):
      tar czf "$out/nb.tgz" chapters/09_hopper.ipynb ;;
   C) run nbval-09 400 python3 -m pytest -p no:cacheprovider -q -ra --nbval chapters/09_hopper.ipynb --nbval-current-env \
          --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=330 ;;
-  P) run test-bench-probes 200 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu/test_bench.py \
-         tests/gpu/test_steady_state.py tests/gpu/test_tensor_kernels.py -k "bench or ceiling or steady"
+  P) run test-bench-probes 300 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu/test_bench.py \
+         tests/gpu/test_steady_state.py tests/gpu/test_tensor_kernels.py tests/gpu/test_mma_probe.py
      run power 60 python3 scripts/power_under_load.py --sizes 1024 --seconds 2 --kernels tc_inner_bf16 ;;
   D) run ncu-query 60 bash -c 'ncu --query-metrics --chip gh100 | grep -E "^lts__t_(sectors|requests)_(srcunit|op)"'
      metrics=lts__t_sectors.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_ltcfabric.sum
