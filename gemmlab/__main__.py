@@ -56,11 +56,11 @@ def main(argv=None) -> int:
     r.add_argument("--extra-shared", type=int, default=0, help="unused dynamic shared memory per block, in bytes")
     args = parser.parse_args(argv)
     if args.command == "bench" and args.sizes:
-        # the JSON keys each kernel's share of cuBLAS by size: a size given twice would mix two runs' cuBLAS
-        twice = sorted({s for s in args.sizes if args.sizes.count(s) > 1})
-        if twice:
-            b.error(f"size {', '.join('x'.join(map(str, s)) for s in twice)} given twice; "
-                    "for more timings of one size use --repeat")
+        from .bench import distinct_sizes     # refused here, before anything touches the GPU
+        try:
+            distinct_sizes(args.sizes)
+        except ValueError as e:
+            b.error(str(e))
 
     from . import registry
     chosen = ("FP32",)

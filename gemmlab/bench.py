@@ -157,6 +157,17 @@ def sweep(names, sizes, repeat: int = 5, cublas: bool = True) -> dict[str, list[
 DEFAULT_SIZES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 1234))
 
 
+def distinct_sizes(sizes) -> list[tuple[int, int, int]]:
+    """``sizes`` as (M, N, K) tuples, refused (``ValueError``) where one is given twice: a ladder's results, and each
+    kernel's share of cuBLAS in the JSON, are keyed by size, so a size given twice would mix two runs' cuBLAS."""
+    sizes = [tuple(s) for s in sizes]
+    twice = sorted({s for s in sizes if sizes.count(s) > 1})
+    if twice:
+        raise ValueError(f"size {', '.join('x'.join(map(str, s)) for s in twice)} given twice; "
+                         "for more timings of one size use --repeat (repeat=)")
+    return sizes
+
+
 def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress=None, *, kernels=None,
            reference=verify.Reference, cublas=None, label: str = "", interleave: bool = False) -> list[GemmResult]:
     """Every course kernel (or those named) and cuBLAS at each (M, N, K): ``log`` gets one line per
@@ -169,6 +180,7 @@ def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress
     of them and cuBLAS are prepared first and timed against each other in alternating blocks
     (:func:`gemmlab.timing.interleaved`), so that they see the same clocks, and each time is the median of the rounds;
     each result's ``share_of_cublas`` is then the median and quartiles of its per-round ratios to cuBLAS."""
+    sizes = distinct_sizes(sizes)
     every = registry.kernels() if kernels is None else kernels
     unknown = sorted(set(names or ()) - set(every))
     if unknown:

@@ -116,3 +116,15 @@ def test_an_interleaved_share_is_the_median_of_the_rounds_ratios(monkeypatch):
     assert bench.of_cublas(results[0], results[1]) == "66.7%"                 # the tables say what the JSON says
     assert bench.of_cublas(replace(results[0], share_of_cublas=None), results[1]) == "100.0%"
     assert bench.of_cublas(results[0], None) == "-"
+
+
+def test_a_size_given_twice_is_refused_before_the_gpu(monkeypatch):
+    """Results and the JSON's shares of cuBLAS are keyed by size: a Python caller passing one twice is refused, as
+    the command line refuses it, before anything reaches the GPU."""
+    def no_gpu():
+        raise AssertionError("the GPU was reached")
+
+    monkeypatch.setattr(gpu, "cuda", no_gpu)
+    with pytest.raises(ValueError, match="size 64x64x64 given twice"):
+        bench.ladder([(64, 64, 64), (32, 48, 16), [64, 64, 64]], kernels={"good": FakeKernel("good")})
+    assert bench.distinct_sizes([[1, 2, 3], (3, 2, 1)]) == [(1, 2, 3), (3, 2, 1)]
