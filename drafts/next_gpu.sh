@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU work for the drafts (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
-# Still open: D (issue #18's L2 bytes).
+# Still open: D (issue #18's L2 bytes), Y (issue #17: chapter 8's copies with carried addresses, about 90 s).
 # The others reproduce measurements already in results/ (2026-12-02), or redo chapter 9's execution after an edit.
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json; about 340 s)
 #   B  execute chapter 9 (about 245 s), the notebook back as nb.tgz; here afterwards: tar xzf FILES_AT/nb.tgz
@@ -13,12 +13,15 @@
 #      and on tc_inner_bf16 at 4096^3 (results/ncu-h200-tensor-core-stalls-4096.csv; about 20 s)
 #   S  Nsight Compute's warp-stall sampling by SASS instruction on tc_inner_bf16 at 4096^3 (the report, its source
 #      page and details; results/ncu-h200-tc-inner-source-4096.csv keeps the sampled rows; about 30 s)
+#   Y  issue #17: tc_inner with the copies' addresses carried from tile to tile (drafts/08_carried_pointers_experiment.py,
+#      compiled here with --compile: 240 registers, no spill; the SASS still reuses some address registers within
+#      10-20 instructions of the copies, so a small effect is the likely outcome)
 #   X  chapter 8's five experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups,
 #      stream-K tail; results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt,
 #      tail-group-tc-inner-h200.txt, streamk-tail-tc-inner-h200.txt; about 400 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|S|X}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|S|X}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|S|X|Y}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|S|X|Y}
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
 # tc_inner_bf16 at 4096^3, launched three times (the profiled launch is the second)
@@ -57,11 +60,12 @@ case $part in
          --section WarpStateStats --section SourceCounters -o "$out/tc_inner_source" python3 -c "$TC_INNER_4096"
      run ncu-source-sass 60 ncu -i "$out/tc_inner_source.ncu-rep" --page source --csv --print-source sass
      run ncu-source-details 60 ncu -i "$out/tc_inner_source.ncu-rep" --page details --csv ;;
+  Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py
      run streamk-tail 150 python3 drafts/08_streamk_tail_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, S or X)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, S, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"

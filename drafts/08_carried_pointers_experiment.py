@@ -1,0 +1,139 @@
+# Chapter 8's last step (tc_inner) spends 8.5% of its warp-stall samples on one instruction: the LOP3 just after a
+# tile's cp.async copies, which overwrites a register a copy still has to read its address from (long scoreboard;
+# results/ncu-h200-tc-inner-source-4096.csv). The copies' addresses are temporaries, recomputed per tile from k0 and
+# the stage, and the compiler hands their registers on at once. Issuing the copies later kept them live and cost
+# registers (255, 2.7% slower: results/copy-order-h200.txt). Here the addresses are carried from tile to tile instead,
+# as the kernel's comment already describes them ("pointers that only move along K"), in two variants generated from
+# kernels/08_tensor_core.cu:
+#   global  the two source pointers (A's and B's) advance by one K-tile per issued tile
+#   both    and the two shared-memory destinations rotate through the ring's stages
+# Each checked at awkward sizes, then timed interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16.
+# Compiled here: registers and spills (--compile), and in the SASS of the main loop the distance from each copy to
+# the next instruction that overwrites one of its address registers. Run on a GPU of sm_80 or later:
+#   timeout 200 python3 drafts/08_carried_pointers_experiment.py [--compile]
+import argparse, re, sys, tempfile
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from gemmlab import compile_units, compiler, gpu, registry, tc_configs, tensor_gemm, timing, verify
+from drafts.variants import kernel_variant
+
+INNER = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
+LAMBDA = "    auto load_tile = [&](int kt, int stage, int part, int parts) {\n"
+CARRIED_GLOBAL = ("    const unsigned char* pa_k = a_src;     // carried: the next inner tile's sources\n"
+                  "    const unsigned char* pb_k = b_src;\n"
+                  "    const size_t b_kstep = static_cast<size_t>(BK) * (B_KMAJOR ? 1 : ldb) * ELEM;\n")
+CARRIED_SHARED = ("    unsigned char* a_sm = smem + a_dst;    // carried: the next tile's destinations in the ring\n"
+                  "    unsigned char* b_sm = smem + BM * A_ROW + b_dst;\n")
+POINTERS = ("            const unsigned char* pa = a_src + static_cast<size_t>(k0) * ELEM;\n"
+            "            const unsigned char* pb = b_src + static_cast<size_t>(k0) * (B_KMAJOR ? 1 : ldb) * ELEM;\n")
+ADVANCE_GLOBAL = ("            const unsigned char* pa = pa_k;\n"
+                  "            const unsigned char* pb = pb_k;\n"
+                  "            if (part == parts - 1) { pa_k += BK * ELEM; pb_k += b_kstep; }\n")
+A_COPY = "copy16<ASYNC>(as + a_dst + q * A_STEP * A_ROW, pa + q * a_step, true);"
+B_COPY = "copy16<ASYNC>(bs + b_dst + (q - A_PER) * B_STEP * B_ROW, pb + (q - A_PER) * b_step, true);"
+RETURN = ("            }\n"
+          "            return;\n")
+ROTATE = ("            }\n"
+          "            if (part == parts - 1) {\n"
+          "                const bool wrap = a_sm + STAGE >= smem + RING * STAGE;\n"
+          "                a_sm = wrap ? a_sm + STAGE - RING * STAGE : a_sm + STAGE;\n"
+          "                b_sm = wrap ? b_sm + STAGE - RING * STAGE : b_sm + STAGE;\n"
+          "            }\n"
+          "            return;\n")
+VARIANTS = {
+    "global": [(LAMBDA, CARRIED_GLOBAL + LAMBDA), (POINTERS, ADVANCE_GLOBAL)],
+    "both": [(LAMBDA, CARRIED_GLOBAL + CARRIED_SHARED + LAMBDA), (POINTERS, ADVANCE_GLOBAL),
+             (A_COPY, A_COPY.replace("as + a_dst", "a_sm")), (B_COPY, B_COPY.replace("bs + b_dst", "b_sm")),
+             (RETURN, ROTATE)],
+}
+CHECK_SIZES = ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (1024, 2048, 512), (257, 4096, 96), (4096, 4096, 4096))
+
+
+def units(tmp: Path) -> dict:
+    out = {}
+    for name, edits in VARIANTS.items():
+        path = tmp / f"08_tensor_core_{name}.cu"
+        path.write_text(kernel_variant(tc_configs.SOURCE, *edits))
+        out[name] = compile_units.CompileUnit(path, tc_configs.entry_points((INNER,)))
+    return out
+
+
+def reuse_distances(sass: str) -> list[int]:
+    """In the main loop (the last backward branch's body), for each LDGSTS the number of instructions executed until
+    one overwrites a register its addresses are read from (None where none does before the loop ends). A branch
+    under the copy's own predicate is followed, as the copy's path takes it (the unchecked copies jump over the
+    checked ones)."""
+    lines = [ln for ln in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", ln)]
+    addr = [int(re.search(r"/\*([0-9a-f]+)\*/", ln).group(1), 16) for ln in lines]
+    code = [re.sub(r"^\s*/\*[0-9a-f]+\*/\s*", "", ln).split(";")[0].strip() for ln in lines]
+    back = max(i for i, c in enumerate(code) if "BRA" in c and int(c.split("0x")[-1], 16) < addr[i])
+    start = addr.index(int(code[back].split("0x")[-1], 16))
+    out = []
+    for i in range(start, back + 1):
+        c = code[i]
+        if "LDGSTS" not in c:
+            continue
+        pred = re.match(r"(@!?P\d)\s", c)
+        regs = set(re.findall(r"\bR(\d+)", c.split("LDGSTS", 1)[1]))
+        regs |= {str(int(r) + 1) for r in re.findall(r"\bR(\d+)\.64", c)}
+        dist, j, steps = None, i + 1, 0
+        while j <= back and dist is None:
+            steps += 1
+            op = code[j]
+            if "BRA" in op and pred and op.startswith(pred.group(1) + " "):
+                j = addr.index(int(op.split("0x")[-1], 16))
+                continue
+            bare = re.sub(r"^@!?U?P\w+\s+", "", op)
+            dest = re.match(r"[A-Z0-9_.]+\s+R(\d+)", bare)
+            if dest and not bare.startswith(("LDGSTS", "STG", "STS", "BRA")) and dest.group(1) in regs:
+                dist = steps
+            j += 1
+        out.append(dist)
+    return out
+
+
+def compile_report():
+    with tempfile.TemporaryDirectory() as tmp:
+        us = {"tc_inner": compile_units.unit(tc_configs.SOURCE), **units(Path(tmp))}
+        for name, unit in us.items():
+            fns = [f"{INNER.function}_{tc_configs.SUFFIXES[p]}" for p in ("FP16", "BF16")]
+            report = {e.function: e for e in compiler.ptxas_report(unit.text, "sm_90", unit.options)}
+            sass = compiler.offline_sass(unit, "sm_90", fns[1:])[fns[1]]
+            print(f"{name:9s} " + ", ".join(f"{f[-4:]}: {report[f].registers} registers, {report[f].spill_store_bytes} "
+                                             f"bytes spilled" for f in fns)
+                  + f"; copies to the next overwrite of an address register (BF16): {reuse_distances(sass)}")
+
+
+def main():
+    gpu.cuda()
+    with tempfile.TemporaryDirectory() as tmp:
+        us = units(Path(tmp))
+        for p in ("FP16", "BF16"):
+            ks = {"tc_inner": registry.lookup(f"tc_inner_{tc_configs.SUFFIXES[p]}")}
+            ks.update({name: replace(tensor_gemm.mma_kernel(INNER, p, f"tc_inner_{name}"), source=u) for name, u in us.items()})
+            for name, k in ks.items():
+                print(f"{p} {name}: {k.resources().registers} registers, {k.resources().local_bytes} bytes local", flush=True)
+            for M, N, K in CHECK_SIZES:
+                A, B = verify.random_operands(M, N, K, seed=M + K)
+                ref = tensor_gemm.reference(A, B, p)
+                bad = [n for n, k in ks.items() if not ref.check(k(A, B)).ok]
+                print(f"{p} {M}x{N}x{K}: {'all correct' if not bad else 'WRONG: ' + ', '.join(bad)}", flush=True)
+            for n in (8192, 4096):
+                A, B = verify.random_operands(n, n, n, seed=n)
+                problems = {name: k.on_device(A, B) for name, k in ks.items()}
+                times = timing.interleaved({name: q.launch for name, q in problems.items()})
+                for name in problems:
+                    median, low, high = times.ratio(name, "tc_inner")
+                    rate = 2.0 * n ** 3 / times.median_s(name) / 1e12
+                    print(f"   {p} {n}^3 {name:9s} {rate:6.1f} TFLOP/s interleaved, {median:6.1f}% of tc_inner "
+                          f"({low:.1f}-{high:.1f})", flush=True)
+                del problems
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--compile", action="store_true", help="registers, spills and SASS address reuse, no GPU")
+    compile_report() if parser.parse_args().compile else main()
