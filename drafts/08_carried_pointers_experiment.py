@@ -12,13 +12,12 @@
 # the next instruction that overwrites one of its address registers. Run on a GPU of sm_80 or later:
 #   timeout 200 python3 drafts/08_carried_pointers_experiment.py [--compile]
 import argparse, re, sys, tempfile
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import compile_units, compiler, gpu, registry, tc_configs, tensor_gemm, timing, verify
-from drafts.variants import kernel_variant
+from gemmlab import compile_units, compiler, gpu, tc_configs
+from drafts.variants import CHECK_SIZES, check_and_time, kernel_variant, tc_inner_variants
 
 INNER = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
 LAMBDA = "    auto load_tile = [&](int kt, int stage, int part, int parts) {\n"
@@ -49,7 +48,6 @@ VARIANTS = {
              (A_COPY, A_COPY.replace("as + a_dst", "a_sm")), (B_COPY, B_COPY.replace("bs + b_dst", "b_sm")),
              (RETURN, ROTATE)],
 }
-CHECK_SIZES = ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (1024, 2048, 512), (257, 4096, 96), (4096, 4096, 4096))
 
 
 def units(tmp: Path) -> dict:
@@ -112,25 +110,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         us = units(Path(tmp))
         for p in ("FP16", "BF16"):
-            ks = {"tc_inner": registry.lookup(f"tc_inner_{tc_configs.SUFFIXES[p]}")}
-            ks.update({name: replace(tensor_gemm.mma_kernel(INNER, p, f"tc_inner_{name}"), source=u) for name, u in us.items()})
-            for name, k in ks.items():
-                print(f"{p} {name}: {k.resources().registers} registers, {k.resources().local_bytes} bytes local", flush=True)
-            for M, N, K in CHECK_SIZES:
-                A, B = verify.random_operands(M, N, K, seed=M + K)
-                ref = tensor_gemm.reference(A, B, p)
-                bad = [n for n, k in ks.items() if not ref.check(k(A, B)).ok]
-                print(f"{p} {M}x{N}x{K}: {'all correct' if not bad else 'WRONG: ' + ', '.join(bad)}", flush=True)
-            for n in (8192, 4096):
-                A, B = verify.random_operands(n, n, n, seed=n)
-                problems = {name: k.on_device(A, B) for name, k in ks.items()}
-                times = timing.interleaved({name: q.launch for name, q in problems.items()})
-                for name in problems:
-                    median, low, high = times.ratio(name, "tc_inner")
-                    rate = 2.0 * n ** 3 / times.median_s(name) / 1e12
-                    print(f"   {p} {n}^3 {name:9s} {rate:6.1f} TFLOP/s interleaved, {median:6.1f}% of tc_inner "
-                          f"({low:.1f}-{high:.1f})", flush=True)
-                del problems
+            check_and_time(tc_inner_variants(us, p), p, CHECK_SIZES + ((4096, 4096, 4096),))
 
 
 if __name__ == "__main__":

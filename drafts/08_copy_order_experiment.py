@@ -10,13 +10,12 @@
 # each checked at awkward sizes, then timed interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16.
 # Run on a GPU of sm_80 or later (about a minute):  timeout 200 python3 drafts/08_copy_order_experiment.py
 import sys, tempfile
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import compile_units, gpu, registry, tc_configs, tensor_gemm, timing, verify
-from drafts.variants import kernel_variant
+from gemmlab import compile_units, gpu, tc_configs
+from drafts.variants import check_and_time, kernel_variant, tc_inner_variants
 
 INNER = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
 ISSUE = ("                if (SPREAD || kk == 0) {\n"
@@ -35,36 +34,18 @@ VARIANTS = {
     "after": [(ISSUE, ""), (MMA, MMA + f"                if (kk == 0) {{ {COPY} }}\n")],
     "last": [(ISSUE, ""), (WAIT, WAIT.replace("                } else {\n", f"                }} else {{\n                    {COPY}\n"))],
 }
-CHECK_SIZES = ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (1024, 2048, 512), (257, 4096, 96))
 
 
 def main():
     gpu.cuda()
     with tempfile.TemporaryDirectory() as tmp:
+        units = {}
+        for name, edits in VARIANTS.items():
+            path = Path(tmp) / f"08_tensor_core_{name}.cu"
+            path.write_text(kernel_variant(tc_configs.SOURCE, *edits))
+            units[name] = compile_units.CompileUnit(path, tc_configs.entry_points((INNER,)))
         for p in ("FP16", "BF16"):
-            ks = {"tc_inner": registry.lookup(f"tc_inner_{tc_configs.SUFFIXES[p]}")}
-            for name, edits in VARIANTS.items():
-                path = Path(tmp) / f"08_tensor_core_{name}.cu"
-                path.write_text(kernel_variant(tc_configs.SOURCE, *edits))
-                unit = compile_units.CompileUnit(path, tc_configs.entry_points((INNER,)))
-                ks[name] = replace(tensor_gemm.mma_kernel(INNER, p, f"tc_inner_{name}"), source=unit)
-            for name, k in ks.items():
-                print(f"{p} {name}: {k.resources().registers} registers, {k.resources().local_bytes} bytes local", flush=True)
-            for M, N, K in CHECK_SIZES:
-                A, B = verify.random_operands(M, N, K, seed=M + K)
-                ref = tensor_gemm.reference(A, B, p)
-                bad = [n for n, k in ks.items() if not ref.check(k(A, B)).ok]
-                print(f"{p} {M}x{N}x{K}: {'all correct' if not bad else 'WRONG: ' + ', '.join(bad)}", flush=True)
-            for n in (8192, 4096):
-                A, B = verify.random_operands(n, n, n, seed=n)
-                problems = {name: k.on_device(A, B) for name, k in ks.items()}
-                times = timing.interleaved({name: q.launch for name, q in problems.items()})
-                for name in problems:
-                    median, low, high = times.ratio(name, "tc_inner")
-                    rate = 2.0 * n ** 3 / times.median_s(name) / 1e12
-                    print(f"   {p} {n}^3 {name:9s} {rate:6.1f} TFLOP/s interleaved, {median:6.1f}% of tc_inner "
-                          f"({low:.1f}-{high:.1f})", flush=True)
-                del problems
+            check_and_time(tc_inner_variants(units, p), p)
 
 
 if __name__ == "__main__":

@@ -16,3 +16,44 @@ def replace_once(text: str, edits, what: str) -> str:
 def kernel_variant(name: str, *edits) -> str:
     """``kernels/<name>`` with ``edits`` applied (:func:`replace_once`)."""
     return replace_once((ROOT / "kernels" / name).read_text(), edits, f"kernels/{name}")
+
+
+CHECK_SIZES = ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (1024, 2048, 512), (257, 4096, 96))
+"""Awkward sizes for chapter 8's kernel variants: one element, odd K, edge tiles, every block inner but the last."""
+
+
+def tc_inner_variants(units: dict, precision: str) -> dict:
+    """Chapter 8's last step, ``tc_inner``, for ``precision`` inputs, and the same configuration compiled from each of
+    ``units`` (``{name: CompileUnit}``, a variant of the kernel file each), as ``{name: kernel}``."""
+    from dataclasses import replace
+    from gemmlab import registry, tc_configs, tensor_gemm
+    inner = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
+    out = {"tc_inner": registry.lookup(f"tc_inner_{tc_configs.SUFFIXES[precision]}")}
+    out.update({name: replace(tensor_gemm.mma_kernel(inner, precision, f"tc_inner_{name}"), source=unit)
+                for name, unit in units.items()})
+    return out
+
+
+def check_and_time(kernels: dict, precision: str, check_sizes=CHECK_SIZES, sizes=(8192, 4096), base: str = "tc_inner"):
+    """Print each kernel's registers, whether all are correct at ``check_sizes``, then their rates at each n^3 of
+    ``sizes`` timed interleaved (equal clocks) and each one's share of ``base``'s speed (median and quartiles of the
+    rounds)."""
+    from gemmlab import tensor_gemm, timing, verify
+    p = precision
+    for name, k in kernels.items():
+        print(f"{p} {name}: {k.resources().registers} registers, {k.resources().local_bytes} bytes local", flush=True)
+    for M, N, K in check_sizes:
+        A, B = verify.random_operands(M, N, K, seed=M + K)
+        ref = tensor_gemm.reference(A, B, p)
+        bad = [n for n, k in kernels.items() if not ref.check(k(A, B)).ok]
+        print(f"{p} {M}x{N}x{K}: {'all correct' if not bad else 'WRONG: ' + ', '.join(bad)}", flush=True)
+    for n in sizes:
+        A, B = verify.random_operands(n, n, n, seed=n)
+        problems = {name: k.on_device(A, B) for name, k in kernels.items()}
+        times = timing.interleaved({name: q.launch for name, q in problems.items()})
+        for name in problems:
+            median, low, high = times.ratio(name, base)
+            rate = 2.0 * n ** 3 / times.median_s(name) / 1e12
+            print(f"   {p} {n}^3 {name:9s} {rate:6.1f} TFLOP/s interleaved, {median:6.1f}% of {base} "
+                  f"({low:.1f}-{high:.1f})", flush=True)
+        del problems
