@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU work for the drafts (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
-# Still open: D (issue #18's L2 bytes), Y (issue #17: chapter 8's copies with carried addresses, about 90 s).
+# Still open: H and D (issue #18: clusters of four sharing A and B, about 4 min; where the L2 bytes go), Y (issue #17:
+# chapter 8's copies with carried addresses, about 90 s).
 # The others reproduce measurements already in results/ (2026-12-02), or redo chapter 9's execution after an edit.
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json; about 340 s)
 #   B  execute chapter 9 (about 245 s), the notebook back as nb.tgz; here afterwards: tar xzf FILES_AT/nb.tgz
@@ -9,6 +10,10 @@
 #   D  issue #18: where cuBLAS's 18% fewer L2 bytes come from at 4096^3 (results/ncu-h200-hopper-4096.csv): the L2's
 #      sectors by source (the SMs or the fabric between the L2's two halves) and by operation, for the last step and
 #      cuBLAS's kernel; the metric names are listed first, since a wrong one makes ncu refuse the whole run
+#   H  issue #18: chapter 9's last step in clusters of 2 x 2 blocks that share A as well as B (25% fewer L2 bytes per
+#      tile; drafts/09_cluster4_experiment.py, compiled here for sm_90a: 168 registers, no spill): correctness in a
+#      short process of its own (a wrong barrier count hangs), then interleaved with cuBLAS and the last step at
+#      4096^3 and 8192^3, then Nsight Compute's L2 bytes of both at 4096^3
 #   E  Nsight Compute's memory and warp-state sections and the stall reasons on chapter 8's steady loop with copies
 #      and on tc_inner_bf16 at 4096^3 (results/ncu-h200-tensor-core-stalls-4096.csv; about 20 s)
 #   S  Nsight Compute's warp-stall sampling by SASS instruction on tc_inner_bf16 at 4096^3 (the report, its source
@@ -20,8 +25,8 @@
 #      stream-K tail; results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt,
 #      tail-group-tc-inner-h200.txt, streamk-tail-tc-inner-h200.txt; about 400 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|S|X|Y}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|S|X|Y}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|H|S|X|Y}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|H|S|X|Y}
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
 # tc_inner_bf16 at 4096^3, launched three times (the profiled launch is the second)
@@ -60,12 +65,21 @@ case $part in
          --section WarpStateStats --section SourceCounters -o "$out/tc_inner_source" python3 -c "$TC_INNER_4096"
      run ncu-source-sass 60 ncu -i "$out/tc_inner_source.ncu-rep" --page source --csv --print-source sass
      run ncu-source-details 60 ncu -i "$out/tc_inner_source.ncu-rep" --page details --csv ;;
+  H) run c4-check 120 python3 drafts/09_cluster4_experiment.py --check
+     if grep -q "False" "$out/logs/c4-check.log" || ! grep -q "4096x4096x4096" "$out/logs/c4-check.log"; then
+         echo "c4: not correct or did not finish; not timed" | tee -a "$out/logs/summary"
+     else
+         run c4-time 300 python3 drafts/09_cluster4_experiment.py --time
+         run c4-ncu 150 ncu --clock-control none --launch-skip 1 --launch-count 1 -k 'regex:wgmma_gemm_(c4|tmastore)_bf16' \
+             --metrics lts__t_bytes.sum,dram__bytes_read.sum,gpu__time_duration.sum --csv --page details \
+             python3 drafts/09_cluster4_experiment.py --time --sizes 4096
+     fi ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py
      run streamk-tail 150 python3 drafts/08_streamk_tail_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, S, X or Y)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, H, S, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
