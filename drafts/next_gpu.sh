@@ -70,9 +70,11 @@ case $part in
          echo "c4: not correct or did not finish; not timed" | tee -a "$out/logs/summary"
      else
          run c4-time 300 python3 drafts/09_cluster4_experiment.py --time
-         run c4-ncu 150 ncu --clock-control none --launch-skip 1 --launch-count 1 -k 'regex:wgmma_gemm_(c4|tmastore)_bf16' \
-             --metrics lts__t_bytes.sum,dram__bytes_read.sum,gpu__time_duration.sum --csv --page details \
-             python3 drafts/09_cluster4_experiment.py --time --sizes 4096
+         for k in c4 tmastore; do
+             run c4-ncu-$k 150 ncu --clock-control none --launch-skip 1 --launch-count 1 -k regex:wgmma_gemm_${k}_bf16 \
+                 --metrics lts__t_bytes.sum,dram__bytes_read.sum,gpu__time_duration.sum --csv --page details \
+                 python3 drafts/09_cluster4_experiment.py --time --sizes 4096
+         done
      fi ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
