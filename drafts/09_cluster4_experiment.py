@@ -18,6 +18,7 @@
 #   timeout 120 python3 drafts/09_cluster4_experiment.py --check
 #   timeout 300 python3 drafts/09_cluster4_experiment.py --time [--sizes 4096 8192]
 #   python3 drafts/09_cluster4_experiment.py --compile        (no GPU: ptxas's registers and spills for sm_90a)
+#   python3 drafts/09_cluster4_experiment.py --model          (no GPU: the barrier protocol under random schedules)
 import argparse, ctypes, dataclasses, sys, tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -151,12 +152,117 @@ def compile_report():
                 print(e)
 
 
+def model(rounds: int = 300, seed: int = 0) -> str | None:
+    """The 2 x 2 cluster's ring without a GPU: four blocks, each a producer and a consumer (standing for the block's
+    eight consumer warps: eight arrivals per release), around rings of full and empty mbarriers, under random
+    schedules in which copies land and wgmma finish in any order. A copy lands in the same stage of each block its
+    mask names and counts against that block's full barrier there. Asserts that no stage is overwritten while a block
+    still reads it, that a consumer sees all of its K-tile, and that nothing stalls; returns what went wrong, or None."""
+    import random
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        stages, k_total = rng.choice((2, 3, 4)), rng.randint(0, 13)
+        problem = _run_cluster4(stages, k_total, rng, rng.choice((0.05, 0.5, 0.95)))
+        if problem:
+            return f"{problem} (stages {stages}, K-tiles {k_total})"
+    return None
+
+
+class _Barrier:
+    """An mbarrier: ``count`` arrivals and no outstanding bytes complete a phase (bytes may land before they are
+    expected: the count goes negative)."""
+
+    def __init__(self, count):
+        self.count, self.pending, self.tx, self.phase = count, count, 0, 0
+
+    def arrive(self, tx=0):
+        self.tx += tx
+        self.pending -= 1
+        assert self.pending >= 0, "more arrivals than the barrier counts"
+        self._complete()
+
+    def complete_tx(self, n):
+        self.tx -= n
+        self._complete()
+
+    def _complete(self):
+        if self.pending == 0 and self.tx == 0:
+            self.phase, self.pending = self.phase + 1, self.count
+
+    def passes(self, parity):
+        return (self.phase & 1) != parity
+
+
+def _run_cluster4(stages, k_total, rng, engine_bias):
+    A_HALF, B_HALF = 8, 16                                  # KiB: half of a stage's A tile, half of its B tile
+    full = [[_Barrier(1) for _ in range(stages)] for _ in range(4)]
+    empty = [[_Barrier(8 * 3) for _ in range(stages)] for _ in range(4)]  # the warps of 3 blocks, as the kernel
+    landed = [[(None, 0)] * stages for _ in range(4)]       # per block and stage: (K-tile, KiB of it landed)
+    reading = [set() for _ in range(4)]                     # stages a block's wgmma still read
+    copies = []
+
+    def producer(r):
+        yield lambda: True
+        for it in range(k_total):
+            s, n = it % stages, it // stages
+            if it >= stages:
+                yield lambda: empty[r][s].passes((n - 1) & 1)
+            full[r][s].arrive(tx=2 * A_HALF + 2 * B_HALF)
+            copies.append((it, s, A_HALF, (r, r ^ 2)))       # this block's half of A, into it and its row neighbour
+            copies.append((it, s, B_HALF, (r, r ^ 1)))       # its half of B, into it and its column neighbour
+
+    def consumer(r):
+        yield lambda: True
+        for it in range(k_total):
+            s, n = it % stages, it // stages
+            yield lambda: full[r][s].passes(n & 1)
+            assert landed[r][s] == (it, 2 * A_HALF + 2 * B_HALF), f"block {r} read stage {s} holding {landed[r][s]}"
+            reading[r].add(s)
+            yield lambda: s not in reading[r]                   # wait_group 0: its wgmma are done
+            for peer in (r, r ^ 1, r ^ 2):                      # release: this block, and the two that write into it
+                for _ in range(8):
+                    empty[peer][s].arrive()
+
+    agents = [producer(r) for r in range(4)] + [consumer(r) for r in range(4)]
+    waits = [next(a) for a in agents]
+    while True:
+        ready = [i for i, w in enumerate(waits) if w is not None and w()]
+        engines = [("copy", j) for j in range(len(copies))] + [("mma", r) for r in range(4) if reading[r]]
+        if not ready and not engines:
+            stalled = [i for i, w in enumerate(waits) if w is not None]
+            return f"stall: agents {stalled} wait forever" if stalled else None
+        try:
+            if engines and (not ready or rng.random() < engine_bias):
+                kind, what = rng.choice(engines)
+                if kind == "copy":
+                    it, s, kib, targets = copies.pop(what)
+                    for t in targets:
+                        assert s not in reading[t], f"stage {s} of block {t} overwritten while its wgmma read it"
+                        got = landed[t][s][1] if landed[t][s][0] == it else 0
+                        landed[t][s] = (it, got + kib)
+                        full[t][s].complete_tx(kib)
+                else:
+                    reading[what].clear()
+            else:
+                i = rng.choice(ready)
+                try:
+                    waits[i] = next(agents[i])
+                except StopIteration:
+                    waits[i] = None
+        except AssertionError as e:
+            return str(e)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true")
     mode.add_argument("--time", action="store_true")
     mode.add_argument("--compile", action="store_true")
+    mode.add_argument("--model", action="store_true", help="the barrier protocol under random schedules, no GPU")
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     args = parser.parse_args()
-    compile_report() if args.compile else check() if args.check else time_them(args.sizes)
+    if args.model:
+        print(model() or "the model of the 2 x 2 ring: no overwrite, no partial read, no stall")
+    else:
+        compile_report() if args.compile else check() if args.check else time_them(args.sizes)
