@@ -168,35 +168,12 @@ def model(rounds: int = 300, seed: int = 0) -> str | None:
     return None
 
 
-class _Barrier:
-    """An mbarrier: ``count`` arrivals and no outstanding bytes complete a phase (bytes may land before they are
-    expected: the count goes negative)."""
-
-    def __init__(self, count):
-        self.count, self.pending, self.tx, self.phase = count, count, 0, 0
-
-    def arrive(self, tx=0):
-        self.tx += tx
-        self.pending -= 1
-        assert self.pending >= 0, "more arrivals than the barrier counts"
-        self._complete()
-
-    def complete_tx(self, n):
-        self.tx -= n
-        self._complete()
-
-    def _complete(self):
-        if self.pending == 0 and self.tx == 0:
-            self.phase, self.pending = self.phase + 1, self.count
-
-    def passes(self, parity):
-        return (self.phase & 1) != parity
-
-
 def _run_cluster4(stages, k_total, rng, engine_bias):
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_pingpong_protocol import Barrier        # chapter 9's mbarrier model (bytes may land before expected)
     A_HALF, B_HALF = 8, 16                                  # KiB: half of a stage's A tile, half of its B tile
-    full = [[_Barrier(1) for _ in range(stages)] for _ in range(4)]
-    empty = [[_Barrier(8 * 3) for _ in range(stages)] for _ in range(4)]  # the warps of 3 blocks, as the kernel
+    full = [[Barrier(1) for _ in range(stages)] for _ in range(4)]
+    empty = [[Barrier(8 * 3) for _ in range(stages)] for _ in range(4)]  # the warps of 3 blocks, as the kernel
     landed = [[(None, 0)] * stages for _ in range(4)]       # per block and stage: (K-tile, KiB of it landed)
     reading = [set() for _ in range(4)]                     # stages a block's wgmma still read
     copies = []
