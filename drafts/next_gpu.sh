@@ -18,9 +18,9 @@
 #      and on tc_inner_bf16 at 4096^3 (results/ncu-h200-tensor-core-stalls-4096.csv; about 20 s)
 #   S  Nsight Compute's warp-stall sampling by SASS instruction on tc_inner_bf16 at 4096^3 (the report, its source
 #      page and details; results/ncu-h200-tc-inner-source-4096.csv keeps the sampled rows; about 30 s)
-#   Y  issue #17: tc_inner with the copies' addresses carried from tile to tile (drafts/08_carried_pointers_experiment.py,
-#      compiled here with --compile: 240 registers, no spill; the SASS still reuses some address registers within
-#      10-20 instructions of the copies, so a small effect is the likely outcome)
+#   Y  issue #17: tc_inner with the copies' addresses carried from tile to tile, or with its inner K-tiles in a loop of
+#      their own without the bounds check (drafts/08_carried_pointers_experiment.py; --compile here: 240, 240 and 248
+#      registers, no spill; the split loop 133 instructions per tile and warp)
 #   X  chapter 8's five experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups,
 #      stream-K tail; results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt,
 #      tail-group-tc-inner-h200.txt, streamk-tail-tc-inner-h200.txt; about 400 s)
