@@ -20,9 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import compile_units, compiler, gpu, tc_configs
-from drafts.variants import CHECK_SIZES, check_and_time, kernel_variant, tc_inner_variants
+from drafts.variants import CHECK_SIZES, TC_INNER, check_and_time, tc_inner_units, tc_inner_variants
 
-INNER = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
 LAMBDA = "    auto load_tile = [&](int kt, int stage, int part, int parts) {\n"
 CARRIED_GLOBAL = ("    const unsigned char* pa_k = a_src;     // carried: the next inner tile's sources\n"
                   "    const unsigned char* pb_k = b_src;\n"
@@ -85,15 +84,6 @@ VARIANTS = {
 }
 
 
-def units(tmp: Path) -> dict:
-    out = {}
-    for name, edits in VARIANTS.items():
-        path = tmp / f"08_tensor_core_{name}.cu"
-        path.write_text(kernel_variant(tc_configs.SOURCE, *edits))
-        out[name] = compile_units.CompileUnit(path, tc_configs.entry_points((INNER,)))
-    return out
-
-
 def reuse_distances(sass: str) -> list[tuple[int, list]]:
     """For each main loop (the body of a backward branch with 32 or more HMMA): its length in instructions, and for
     each LDGSTS the number of instructions executed until one overwrites a register its addresses are read from
@@ -135,9 +125,9 @@ def reuse_distances(sass: str) -> list[tuple[int, list]]:
 
 def compile_report():
     with tempfile.TemporaryDirectory() as tmp:
-        us = {"tc_inner": compile_units.unit(tc_configs.SOURCE), **units(Path(tmp))}
+        us = {"tc_inner": compile_units.unit(tc_configs.SOURCE), **tc_inner_units(Path(tmp), VARIANTS)}
         for name, unit in us.items():
-            fns = [f"{INNER.function}_{tc_configs.SUFFIXES[p]}" for p in ("FP16", "BF16")]
+            fns = [f"{TC_INNER.function}_{tc_configs.SUFFIXES[p]}" for p in ("FP16", "BF16")]
             report = {e.function: e for e in compiler.ptxas_report(unit.text, "sm_90", unit.options)}
             sass = compiler.offline_sass(unit, "sm_90", fns[1:])[fns[1]]
             print(f"{name:9s} " + ", ".join(f"{f[-4:]}: {report[f].registers} registers, {report[f].spill_store_bytes} "
@@ -149,7 +139,7 @@ def compile_report():
 def main():
     gpu.cuda()
     with tempfile.TemporaryDirectory() as tmp:
-        us = units(Path(tmp))
+        us = tc_inner_units(Path(tmp), VARIANTS)
         for p in ("FP16", "BF16"):
             check_and_time(tc_inner_variants(us, p), p, CHECK_SIZES + ((4096, 4096, 4096),))
 

@@ -14,10 +14,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import compile_units, gpu, tc_configs
-from drafts.variants import check_and_time, kernel_variant, tc_inner_variants
+from gemmlab import gpu
+from drafts.variants import check_and_time, tc_inner_units, tc_inner_variants
 
-INNER = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
 ISSUE = ("                if (SPREAD || kk == 0) {\n"
          "                    if (next < tiles)\n"
          "                        load_tile(next, next % RING, SPREAD ? kk : 0, SPREAD ? KSTEPS : 1);\n"
@@ -39,14 +38,9 @@ VARIANTS = {
 def main():
     gpu.cuda()
     with tempfile.TemporaryDirectory() as tmp:
-        units = {}
-        for name, edits in VARIANTS.items():
-            path = Path(tmp) / f"08_tensor_core_{name}.cu"
-            path.write_text(kernel_variant(tc_configs.SOURCE, *edits))
-            units[name] = compile_units.CompileUnit(path, tc_configs.entry_points((INNER,)))
+        units = tc_inner_units(Path(tmp), VARIANTS)
         for p in ("FP16", "BF16"):
             check_and_time(tc_inner_variants(units, p), p)
-
 
 if __name__ == "__main__":
     main()

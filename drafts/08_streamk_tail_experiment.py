@@ -21,9 +21,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import tc_configs
-from drafts.variants import replace_once
+from drafts.variants import TC_INNER, replace_once
 
-INNER = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
+INNER = TC_INNER
 EDITS = [
     ("__device__ __forceinline__ void tc_gemm(const unsigned char* __restrict__ A, const unsigned char* __restrict__ B,\n"
      "                                        float* __restrict__ C, int M, int N, int K)\n",

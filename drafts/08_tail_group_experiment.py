@@ -18,16 +18,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import bench, ceilings, compile_units, gpu, precisions, registry, tc_configs, tensor_gemm, timing, verify
-from drafts.variants import kernel_variant
+from gemmlab import bench, ceilings, gpu, precisions, registry, tc_configs, tensor_gemm, timing, verify
+from drafts.variants import TC_INNER, tc_inner_units
 
 BASE_GROUP = "#define TC_GROUP 8 "
-INNER = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
+INNER = TC_INNER
 SIZES = ((8192, 8192, 8192), (8448, 7680, 8192))       # 15.5 and exactly 15 waves of 132 tiles
-
-
-def variant_source(group: int) -> str:
-    return kernel_variant(tc_configs.SOURCE, (BASE_GROUP, f"#define TC_GROUP {group} "))
 
 
 def share(times, name, reference):
@@ -58,11 +54,9 @@ def groups(cp, chosen, seconds):
     p = "BF16"
     kernels = {"g8": registry.lookup("tc_inner_bf16")}
     with tempfile.TemporaryDirectory() as tmp:
-        for g in chosen:
-            path = Path(tmp) / f"08_tensor_core_g{g}.cu"
-            path.write_text(variant_source(g))
-            unit = compile_units.CompileUnit(path, tc_configs.entry_points((INNER,)))
-            kernels[f"g{g}"] = replace(tensor_gemm.mma_kernel(INNER, p, f"tc_inner_bf16_g{g}"), source=unit)
+        units = tc_inner_units(Path(tmp), {f"g{g}": [(BASE_GROUP, f"#define TC_GROUP {g} ")] for g in chosen})
+        for name, unit in units.items():
+            kernels[name] = replace(tensor_gemm.mma_kernel(INNER, p, f"tc_inner_bf16_{name}"), source=unit)
         for M, N, K in ((1000, 2000, 777), (1024, 2048, 512)):
             A, B = verify.random_operands(M, N, K, seed=3)
             ref = tensor_gemm.reference(A, B, p)

@@ -18,25 +18,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import ceilings, compile_units, gpu, registry, tc_configs, tensor_gemm, timing, verify
-from gemmlab.tc_configs import TcConfig
+from gemmlab import ceilings, compile_units, gpu, tc_configs, tensor_gemm, timing, verify
+from drafts.variants import TC_INNER, check_variants, tc_inner_variants
 
-BASE = dict(BK=32, STAGES=4, SWIZZLE=True, ASYNC=True, PREFETCH=True, INNER=True)
-CANDIDATES = {
-    "64x32 warps": TcConfig(BM=128, BN=256, WM=64, WN=32, **BASE),
-    "32x64 warps": TcConfig(BM=128, BN=256, WM=32, WN=64, **BASE),
-    "2 blocks": TcConfig(BM=128, BN=128, WM=64, WN=64, MIN_BLOCKS=2, **BASE),
-    "2 blocks 64x32": TcConfig(BM=128, BN=128, WM=64, WN=32, MIN_BLOCKS=2, **BASE),
-    "256x128 64x32": TcConfig(BM=256, BN=128, WM=64, WN=32, **BASE),
+CANDIDATES = {                                          # tc_inner's switches and depth, other shapes
+    "64x32 warps": replace(TC_INNER, BM=128, BN=256, WM=64, WN=32),
+    "32x64 warps": replace(TC_INNER, BM=128, BN=256, WM=32, WN=64),
+    "2 blocks": replace(TC_INNER, BM=128, BN=128, WM=64, WN=64, MIN_BLOCKS=2),
+    "2 blocks 64x32": replace(TC_INNER, BM=128, BN=128, WM=64, WN=32, MIN_BLOCKS=2),
+    "256x128 64x32": replace(TC_INNER, BM=256, BN=128, WM=64, WN=32),
 }
-CHECK_SIZES = ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (1024, 2048, 512), (257, 4096, 96))
 TIMED_SIZES = (8192, 4096)
 
 
 def kernels(precision: str) -> dict:
     unit = replace(compile_units.unit(tc_configs.SOURCE), generated=tc_configs.entry_points(tuple(CANDIDATES.values())),
                    custom=True)
-    out = {"tc_inner": registry.lookup(f"tc_inner_{tc_configs.SUFFIXES[precision]}")}
+    out = tc_inner_variants({}, precision)
     for label, c in CANDIDATES.items():
         out[label] = replace(tensor_gemm.mma_kernel(c, precision), source=unit)
     return out
@@ -46,15 +44,7 @@ def main():
     gpu.cuda()
     for p in ("FP16", "BF16"):
         ks = kernels(p)
-        for label, k in ks.items():
-            r = k.resources()
-            print(f"{p} {label:16s} {k.entry_point}: {k.block[0]} threads, {r.registers} registers, "
-                  f"{r.local_bytes} bytes local", flush=True)
-        for M, N, K in CHECK_SIZES:
-            A, B = verify.random_operands(M, N, K, seed=M + K)
-            ref = tensor_gemm.reference(A, B, p)
-            bad = [n for n, k in ks.items() if not ref.check(k(A, B)).ok]
-            print(f"{p} {M}x{N}x{K}: {'all correct' if not bad else 'WRONG: ' + ', '.join(bad)}", flush=True)
+        check_variants(ks, p)
         probe = {c.what.split()[0]: c.measured for c in ceilings.tensor([p])}.get(p)
         for n in TIMED_SIZES:
             A, B = verify.random_operands(n, n, n, seed=n)

@@ -170,7 +170,7 @@ def model(rounds: int = 300, seed: int = 0) -> str | None:
 
 def _run_cluster4(stages, k_total, rng, engine_bias):
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_pingpong_protocol import Barrier        # chapter 9's mbarrier model (bytes may land before expected)
+    from test_pingpong_protocol import Barrier, schedule    # chapter 9's mbarrier model and random scheduler
     A_HALF, B_HALF = 8, 16                                  # KiB: half of a stage's A tile, half of its B tile
     full = [[Barrier(1) for _ in range(stages)] for _ in range(4)]
     empty = [[Barrier(8 * 3) for _ in range(stages)] for _ in range(4)]  # the warps of 3 blocks, as the kernel
@@ -200,35 +200,23 @@ def _run_cluster4(stages, k_total, rng, engine_bias):
                 for _ in range(8):
                     empty[peer][s].arrive()
 
-    agents = [producer(r) for r in range(4)] + [consumer(r) for r in range(4)]
-    waits = [next(a) for a in agents]
-    while True:
-        ready = [i for i, w in enumerate(waits) if w is not None and w()]
-        engines = [("copy", j) for j in range(len(copies))] + [("mma", r) for r in range(4) if reading[r]]
-        if not ready and not engines:
-            stalled = [i for i, w in enumerate(waits) if w is not None]
-            return f"stall: agents {stalled} wait forever" if stalled else None
-        try:
-            if engines and (not ready or rng.random() < engine_bias):
-                kind, what = rng.choice(engines)
-                if kind == "copy":
-                    it, s, kib, targets = copies.pop(what)
-                    for t in targets:
-                        assert s not in reading[t], f"stage {s} of block {t} overwritten while its wgmma read it"
-                        got = landed[t][s][1] if landed[t][s][0] == it else 0
-                        landed[t][s] = (it, got + kib)
-                        full[t][s].complete_tx(kib)
-                else:
-                    reading[what].clear()
-            else:
-                i = rng.choice(ready)
-                try:
-                    waits[i] = next(agents[i])
-                except StopIteration:
-                    waits[i] = None
-        except AssertionError as e:
-            return str(e)
+    def events():
+        return [("copy", j) for j in range(len(copies))] + [("mma", r) for r in range(4) if reading[r]]
 
+    def fire(event):
+        kind, what = event
+        if kind == "copy":
+            it, s, kib, targets = copies.pop(what)
+            for t in targets:
+                assert s not in reading[t], f"stage {s} of block {t} overwritten while its wgmma read it"
+                got = landed[t][s][1] if landed[t][s][0] == it else 0
+                landed[t][s] = (it, got + kib)
+                full[t][s].complete_tx(kib)
+        else:
+            reading[what].clear()
+
+    agents = [producer(r) for r in range(4)] + [consumer(r) for r in range(4)]
+    return schedule(agents, events, fire, rng, engine_bias)
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()

@@ -1,6 +1,9 @@
 """Kernel files with a few lines changed, for the experiments in drafts/: each edit must find its text exactly once,
 so that an experiment stops with a clear message when the kernel file it rewrites has changed under it."""
+from dataclasses import replace
 from pathlib import Path
+
+from gemmlab import compile_units, registry, tc_configs, tensor_gemm, timing, verify
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,27 +21,35 @@ def kernel_variant(name: str, *edits) -> str:
     return replace_once((ROOT / "kernels" / name).read_text(), edits, f"kernels/{name}")
 
 
+TC_INNER = next(config for name, config, _ in registry.TENSOR_STEPS if name == "tc_inner")
+"""The configuration of chapter 8's last step, ``tc_inner`` (as its ladder names it)."""
+
 CHECK_SIZES = ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (1024, 2048, 512), (257, 4096, 96))
 """Awkward sizes for chapter 8's kernel variants: one element, odd K, edge tiles, every block inner but the last."""
+
+
+def tc_inner_units(tmp: Path, variants: dict) -> dict:
+    """Each ``{name: edits}`` of ``variants`` applied to chapter 8's kernel file (:func:`kernel_variant`), written
+    under ``tmp``, as a compile unit with the entry points of ``tc_inner``'s configuration only: ``{name: unit}``."""
+    units = {}
+    for name, edits in variants.items():
+        path = Path(tmp) / f"08_tensor_core_{name}.cu"
+        path.write_text(kernel_variant(tc_configs.SOURCE, *edits))
+        units[name] = compile_units.CompileUnit(path, tc_configs.entry_points((TC_INNER,)))
+    return units
 
 
 def tc_inner_variants(units: dict, precision: str) -> dict:
     """Chapter 8's last step, ``tc_inner``, for ``precision`` inputs, and the same configuration compiled from each of
     ``units`` (``{name: CompileUnit}``, a variant of the kernel file each), as ``{name: kernel}``."""
-    from dataclasses import replace
-    from gemmlab import registry, tc_configs, tensor_gemm
-    inner = tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf_in")
     out = {"tc_inner": registry.lookup(f"tc_inner_{tc_configs.SUFFIXES[precision]}")}
-    out.update({name: replace(tensor_gemm.mma_kernel(inner, precision, f"tc_inner_{name}"), source=unit)
+    out.update({name: replace(tensor_gemm.mma_kernel(TC_INNER, precision, f"tc_inner_{name}"), source=unit)
                 for name, unit in units.items()})
     return out
 
 
-def check_and_time(kernels: dict, precision: str, check_sizes=CHECK_SIZES, sizes=(8192, 4096), base: str = "tc_inner"):
-    """Print each kernel's registers, whether all are correct at ``check_sizes``, then their rates at each n^3 of
-    ``sizes`` timed interleaved (equal clocks) and each one's share of ``base``'s speed (median and quartiles of the
-    rounds)."""
-    from gemmlab import tensor_gemm, timing, verify
+def check_variants(kernels: dict, precision: str, check_sizes=CHECK_SIZES) -> None:
+    """Print each kernel's registers and local memory, then whether all are correct at each of ``check_sizes``."""
     p = precision
     for name, k in kernels.items():
         print(f"{p} {name}: {k.resources().registers} registers, {k.resources().local_bytes} bytes local", flush=True)
@@ -47,6 +58,13 @@ def check_and_time(kernels: dict, precision: str, check_sizes=CHECK_SIZES, sizes
         ref = tensor_gemm.reference(A, B, p)
         bad = [n for n, k in kernels.items() if not ref.check(k(A, B)).ok]
         print(f"{p} {M}x{N}x{K}: {'all correct' if not bad else 'WRONG: ' + ', '.join(bad)}", flush=True)
+
+
+def check_and_time(kernels: dict, precision: str, check_sizes=CHECK_SIZES, sizes=(8192, 4096), base: str = "tc_inner"):
+    """:func:`check_variants`, then the kernels' rates at each n^3 of ``sizes`` timed interleaved (equal clocks) and
+    each one's share of ``base``'s speed (median and quartiles of the rounds)."""
+    p = precision
+    check_variants(kernels, p, check_sizes)
     for n in sizes:
         A, B = verify.random_operands(n, n, n, seed=n)
         problems = {name: k.on_device(A, B) for name, k in kernels.items()}

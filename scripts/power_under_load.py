@@ -15,7 +15,6 @@ import argparse, datetime, shutil, statistics, subprocess, sys, threading, time
 from dataclasses import dataclass
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 

@@ -79,27 +79,40 @@ def run_block(tiles, k, stages, rng, turns=True, engine_bias=0.5):
             if k > 0:
                 empty[(i * k + k - 1) % stages].arrive()
 
-    agents = [producer(), consumer(0), consumer(1)]
+    def events():
+        return [("copy", j) for j in range(len(copies))] + [("mma", c) for c in (0, 1) if groups[c]]
+
+    def fire(event):
+        kind, what = event
+        if kind == "copy":                                  # a copy lands, in any order
+            s, it, kib = copies.pop(what)
+            assert full[s].phase == it // stages, f"a copy for fill {it // stages} of stage {s} landed " \
+                                                  f"in phase {full[s].phase}"
+            assert s not in groups[0] + groups[1], f"stage {s} overwritten while a wgmma reads it"
+            landed = content[s][1] if content[s][0] == it else 0
+            content[s] = (it, landed + kib)
+            full[s].complete_tx(kib)
+        else:                                               # a consumer's oldest wgmma group completes
+            groups[what].pop(0)
+
+    return schedule([producer(), consumer(0), consumer(1)], events, fire, rng, engine_bias)
+
+
+def schedule(agents, events, fire, rng, engine_bias):
+    """Run ``agents`` (generators, each yielding a function that says when it may go on) and the asynchronous engines
+    to the end under a random schedule: ``events()`` lists what the engines may do now, ``fire(event)`` does it, an
+    engine event chosen with probability ``engine_bias`` when a thread could go on too. None, or what went wrong: a
+    failed assertion's message, or a stall."""
     waits = [next(a) for a in agents]
     while True:
         ready = [n for n, w in enumerate(waits) if w is not None and w()]
-        engines = [("copy", j) for j in range(len(copies))] + [("mma", c) for c in (0, 1) if groups[c]]
+        engines = events()
         if not ready and not engines:
             stalled = [n for n, w in enumerate(waits) if w is not None]
             return f"stall: agents {stalled} wait forever" if stalled else None
         try:
             if engines and (not ready or rng.random() < engine_bias):
-                kind, what = rng.choice(engines)
-                if kind == "copy":                          # a copy lands, in any order
-                    s, it, kib = copies.pop(what)
-                    assert full[s].phase == it // stages, f"a copy for fill {it // stages} of stage {s} landed " \
-                                                          f"in phase {full[s].phase}"
-                    assert s not in groups[0] + groups[1], f"stage {s} overwritten while a wgmma reads it"
-                    landed = content[s][1] if content[s][0] == it else 0
-                    content[s] = (it, landed + kib)
-                    full[s].complete_tx(kib)
-                else:                                       # a consumer's oldest wgmma group completes
-                    groups[what].pop(0)
+                fire(rng.choice(engines))
             else:
                 n = rng.choice(ready)
                 try:
@@ -108,7 +121,6 @@ def run_block(tiles, k, stages, rng, turns=True, engine_bias=0.5):
                     waits[n] = None
         except AssertionError as e:
             return str(e)
-
 
 def kernel_stages():
     return int(re.search(r"#define PP_STAGES (\d+)", KERNEL.read_text()).group(1))
