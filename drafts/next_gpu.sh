@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU work for the drafts (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
+# First, since gemmlab changed after the last full GPU run: tests/gpu in full (part G, about 215 s).
 # Still open: H and D (issue #18: clusters of four sharing A and B, about 4 min; where the L2 bytes go), Y (issue #17:
 # chapter 8's copies with carried addresses, about 90 s).
 # The others reproduce measurements already in results/ (2026-12-02), or redo chapter 9's execution after an edit.
@@ -25,8 +26,8 @@
 #      stream-K tail; results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt,
 #      tail-group-tc-inner-h200.txt, streamk-tail-tc-inner-h200.txt; about 400 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|H|S|X|Y}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|H|S|X|Y}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|G|H|S|X|Y}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|G|H|S|X|Y}
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
 # tc_inner_bf16 at 4096^3, launched three times (the profiled launch is the second)
@@ -65,6 +66,7 @@ case $part in
          --section WarpStateStats --section SourceCounters -o "$out/tc_inner_source" python3 -c "$TC_INNER_4096"
      run ncu-source-sass 60 ncu -i "$out/tc_inner_source.ncu-rep" --page source --csv --print-source sass
      run ncu-source-details 60 ncu -i "$out/tc_inner_source.ncu-rep" --page details --csv ;;
+  G) run tests-gpu 500 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu ;;
   H) run c4-check 120 python3 drafts/09_cluster4_experiment.py --check
      if grep -q "False" "$out/logs/c4-check.log" || ! grep -q "4096x4096x4096" "$out/logs/c4-check.log"; then
          echo "c4: not correct or did not finish; not timed" | tee -a "$out/logs/summary"
@@ -82,6 +84,6 @@ case $part in
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py
      run streamk-tail 150 python3 drafts/08_streamk_tail_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, H, S, X or Y)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, G, H, S, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
