@@ -1,15 +1,14 @@
-# Chapter 8's last step (tc_inner) spends 8.5% of its warp-stall samples on one instruction: the LOP3 just after a
-# tile's cp.async copies, which overwrites a register a copy still has to read its address from (long scoreboard;
-# results/ncu-h200-tc-inner-source-4096.csv). The copies' addresses are temporaries, recomputed per tile from k0 and
-# the stage, and the compiler hands their registers on at once. Issuing the copies later kept them live and cost
-# registers (255, 2.7% slower: results/copy-order-h200.txt). Here the addresses are carried from tile to tile instead,
-# as the kernel's comment already describes them ("pointers that only move along K"), in two variants generated from
-# kernels/08_tensor_core.cu:
-#   global  the two source pointers (A's and B's) advance by one K-tile per issued tile
-#   both    and the two shared-memory destinations rotate through the ring's stages
-#   split   no carried pointers, but a block inside C runs the K-tiles whose next copy is a whole inner K-tile in a
-#           loop of their own, compiled without the bounds check and the checked copies (the tile step a generic
-#           lambda instantiated twice), then the rest in the chapter's loop
+# Chapter 8's last step (tc_inner) spent 8.5% of its warp-stall samples on one instruction: the LOP3 just after a
+# tile's cp.async copies, which overwrote a register a copy still had to read its address from (long scoreboard;
+# results/ncu-h200-tc-inner-source-4096.csv). The copies' addresses were temporaries, recomputed per tile from k0 and
+# the stage. Three variants were measured on 2026-12-02 (results/carried-pointers-h200.txt):
+#   global  the two source pointers (A's and B's) advance by one K-tile per issued tile: 102.5-102.9% of tc_inner,
+#           and since then the kernel itself (kernels/08_tensor_core.cu, pa_k and pb_k); this draft no longer builds it
+#   both    and the two shared-memory destinations rotate through the ring's stages: 102.7-103.2%, within the
+#           quartiles of global; generated here on top of the kernel as it is now
+#   split   a block inside C runs the K-tiles whose next copy is a whole inner K-tile in a loop of their own, compiled
+#           without the bounds check and the checked copies (the tile step a generic lambda instantiated twice), then
+#           the rest in the chapter's loop: 95.7-95.9%
 # Each checked at awkward sizes, then timed interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16.
 # Compiled here: registers and spills (--compile), and in the SASS of the main loop the distance from each copy to
 # the next instruction that overwrites one of its address registers. Run on a GPU of sm_80 or later:
@@ -23,16 +22,8 @@ from gemmlab import compile_units, compiler, gpu, tc_configs
 from drafts.variants import CHECK_SIZES, TC_INNER, check_and_time, tc_inner_units, tc_inner_variants
 
 LAMBDA = "    auto load_tile = [&](int kt, int stage, int part, int parts) {\n"
-CARRIED_GLOBAL = ("    const unsigned char* pa_k = a_src;     // carried: the next inner tile's sources\n"
-                  "    const unsigned char* pb_k = b_src;\n"
-                  "    const size_t b_kstep = static_cast<size_t>(BK) * (B_KMAJOR ? 1 : ldb) * ELEM;\n")
 CARRIED_SHARED = ("    unsigned char* a_sm = smem + a_dst;    // carried: the next tile's destinations in the ring\n"
                   "    unsigned char* b_sm = smem + BM * A_ROW + b_dst;\n")
-POINTERS = ("            const unsigned char* pa = a_src + static_cast<size_t>(k0) * ELEM;\n"
-            "            const unsigned char* pb = b_src + static_cast<size_t>(k0) * (B_KMAJOR ? 1 : ldb) * ELEM;\n")
-ADVANCE_GLOBAL = ("            const unsigned char* pa = pa_k;\n"
-                  "            const unsigned char* pb = pb_k;\n"
-                  "            if (part == parts - 1) { pa_k += BK * ELEM; pb_k += b_kstep; }\n")
 A_COPY = "copy16<ASYNC>(as + a_dst + q * A_STEP * A_ROW, pa + q * a_step, true);"
 B_COPY = "copy16<ASYNC>(bs + b_dst + (q - A_PER) * B_STEP * B_ROW, pb + (q - A_PER) * b_step, true);"
 RETURN = ("            }\n"
@@ -76,10 +67,8 @@ SPLIT = [
      "    }\n    // [/pipeline]\n"),
 ]
 VARIANTS = {
-    "global": [(LAMBDA, CARRIED_GLOBAL + LAMBDA), (POINTERS, ADVANCE_GLOBAL)],
-    "both": [(LAMBDA, CARRIED_GLOBAL + CARRIED_SHARED + LAMBDA), (POINTERS, ADVANCE_GLOBAL),
-             (A_COPY, A_COPY.replace("as + a_dst", "a_sm")), (B_COPY, B_COPY.replace("bs + b_dst", "b_sm")),
-             (RETURN, ROTATE)],
+    "both": [(LAMBDA, CARRIED_SHARED + LAMBDA), (A_COPY, A_COPY.replace("as + a_dst", "a_sm")),
+             (B_COPY, B_COPY.replace("bs + b_dst", "b_sm")), (RETURN, ROTATE)],
     "split": SPLIT,
 }
 

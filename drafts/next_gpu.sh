@@ -1,33 +1,36 @@
 #!/usr/bin/env bash
 # GPU work for the drafts (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
-# First, since gemmlab changed after the last full GPU run: tests/gpu in full (part G, about 215 s).
-# Still open: H and D (issue #18: clusters of four sharing A and B, about 4 min; where the L2 bytes go), Y (issue #17:
-# chapter 8's copies with carried addresses, about 90 s).
-# The others reproduce measurements already in results/ (2026-12-02), or redo chapter 9's execution after an edit.
+# Next (drafts/README.md, item 1): after chapter 8's kernel edit, B 08, C 08, A and T (about 800 s, two commands:
+#   B 08 then C 08; A then T). Every part also reproduces a file in results/ (2026-12-02).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json; about 340 s)
-#   B  execute chapter 9 (about 245 s), the notebook back as nb.tgz; here afterwards: tar xzf FILES_AT/nb.tgz
-#   C  nbval over chapter 9 (about 215 s; over the executed copy, so unpack B's first)
-#   D  issue #18: where cuBLAS's 18% fewer L2 bytes come from at 4096^3 (results/ncu-h200-hopper-4096.csv): the L2's
-#      sectors by source (the SMs or the fabric between the L2's two halves) and by operation, for the last step and
-#      cuBLAS's kernel; the metric names are listed first, since a wrong one makes ncu refuse the whole run
-#   H  issue #18: chapter 9's last step in clusters of 2 x 2 blocks that share A as well as B (25% fewer L2 bytes per
-#      tile; drafts/09_cluster4_experiment.py, compiled here for sm_90a: 168 registers, no spill): correctness in a
-#      short process of its own (a wrong barrier count hangs), then interleaved with cuBLAS and the last step at
-#      4096^3 and 8192^3, then Nsight Compute's L2 bytes of both at 4096^3
+#   B  execute a chapter (third argument, its number; 09 by default: about 245 s, 08: about 265 s), the notebook back
+#      as nb-NN.tgz; here afterwards: tar xzf FILES_AT/nb-NN.tgz
+#   C  nbval over a chapter (09 about 215 s, 08 about 200 s; over the executed copy, so unpack B's first)
+#   D  issue #18: the L2's sectors by source (the SMs or the fabric between the L2's two halves) and by operation, for
+#      chapter 9's last step and cuBLAS's kernel at 4096^3 (results/ncu-h200-l2-sources-4096.csv); the metric names
+#      are listed first, since a wrong one makes ncu refuse the whole run
+#   G  tests/gpu in full (about 240 s)
+#   H  issue #18: chapter 9's last step in clusters of 2 x 2 blocks that share A as well as B
+#      (drafts/09_cluster4_experiment.py): correctness in a short process of its own (a wrong barrier count hangs),
+#      then interleaved with cuBLAS and the last step at 4096^3 and 8192^3, then Nsight Compute's L2 bytes of both at
+#      4096^3 (results/cluster4-h200.txt; about 100 s)
 #   E  Nsight Compute's memory and warp-state sections and the stall reasons on chapter 8's steady loop with copies
 #      and on tc_inner_bf16 at 4096^3 (results/ncu-h200-tensor-core-stalls-4096.csv; about 20 s)
 #   S  Nsight Compute's warp-stall sampling by SASS instruction on tc_inner_bf16 at 4096^3 (the report, its source
 #      page and details; results/ncu-h200-tc-inner-source-4096.csv keeps the sampled rows; about 30 s)
-#   Y  issue #17: tc_inner with the copies' addresses carried from tile to tile, or with its inner K-tiles in a loop of
-#      their own without the bounds check (drafts/08_carried_pointers_experiment.py; --compile here: 240, 240 and 248
-#      registers, no spill; the split loop 133 instructions per tile and warp)
+#   T  the GPU tests of chapter 8's kernels: tensor kernels, sanitizer, JIT target, size-aware (about 105 s)
+#   Y  issue #17: tc_inner against its shared destinations also carried, or its inner K-tiles in a loop of their own
+#      without the bounds check (drafts/08_carried_pointers_experiment.py; results/carried-pointers-h200.txt, from
+#      the variants on the kernel before the carried source pointers; about 60 s)
 #   X  chapter 8's five experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups,
 #      stream-K tail; results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt,
-#      tail-group-tc-inner-h200.txt, streamk-tail-tc-inner-h200.txt; about 400 s)
+#      tail-group-tc-inner-h200.txt, streamk-tail-tc-inner-h200.txt, measured on tc_inner before the carried source
+#      pointers; about 400 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|G|H|S|X|Y}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|G|H|S|X|Y}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|G|H|S|T|X|Y [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|G|H|S|T|X|Y [CHAPTER]}
+chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
 # tc_inner_bf16 at 4096^3, launched three times (the profiled launch is the second)
@@ -45,10 +48,12 @@ run() {  # run NAME SECONDS CMD...: a step under a time limit, its log and time 
 }
 case $part in
   A) run bench 560 python3 -m gemmlab bench --precision all --json "$out/bench.json" ;;
-  B) run execute-09 560 bash scripts/execute.sh chapters/09_hopper.ipynb
-     tar czf "$out/nb.tgz" chapters/09_hopper.ipynb ;;
-  C) run nbval-09 400 python3 -m pytest -p no:cacheprovider -q -ra --nbval chapters/09_hopper.ipynb --nbval-current-env \
-         --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=330 ;;
+  B) run execute-$chapter 560 bash scripts/execute.sh chapters/$chapter*.ipynb
+     tar czf "$out/nb-$chapter.tgz" chapters/$chapter*.ipynb ;;
+  C) run nbval-$chapter 400 python3 -m pytest -p no:cacheprovider -q -ra --nbval chapters/$chapter*.ipynb \
+         --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=330 ;;
+  T) run tests-tensor 300 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu/test_tensor_kernels.py \
+         tests/gpu/test_sanitizer.py tests/gpu/test_jit_target.py tests/gpu/test_size_aware.py ;;
   D) run ncu-query 60 bash -c 'ncu --query-metrics --chip gh100 | grep -E "^lts__t_(sectors|requests)_(srcunit|op)"'
      metrics=lts__t_sectors.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_ltcfabric.sum
      metrics+=,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_op_red.sum
@@ -84,6 +89,6 @@ case $part in
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py
      run streamk-tail 150 python3 drafts/08_streamk_tail_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, G, H, S, X or Y)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, G, H, S, T, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"

@@ -18,6 +18,8 @@
 //                 copies are plain 16-byte loads and stores, and the ring still runs);
 //        PREFETCH the next k-step's fragments loaded while this one's mma run, across tiles too;
 //        SPREAD   the next tile's cp.async copies issued a share per k-step instead of all at once;
+//        INNER    a block wholly inside C copies its whole K-tiles without bounds checks, from source
+//                 pointers carried along K;
 //        BM x BN x BK block tile, WM x WN warp tile.
 //   <type>: f16, bf16 or tf32. On sm_75 (a T4) there is no BF16 or TF32 tensor-core instruction: those entry points
 //   stop with a trap there, and the launcher refuses them before that.
@@ -225,13 +227,21 @@ __device__ __forceinline__ void tc_gemm(const unsigned char* __restrict__ A, con
     // saves each copy its bounds checks and address arithmetic (and false, the branch compiles away).
     const bool inner = INNER && m0 + BM <= M && (B_KMAJOR ? n0 + BN <= N : n0 + BN <= ldb);
     const size_t a_step = static_cast<size_t>(A_STEP) * lda * ELEM, b_step = static_cast<size_t>(B_STEP) * ldb * ELEM;
+    // The inner copies' sources, carried from tile to tile rather than recomputed from k0: load_tile runs for
+    // kt = 0, 1, 2, ... in order (a tile's parts in order too), and a block's unchecked tiles come first, so
+    // they point at tile kt whenever it takes the unchecked path. Recomputed per tile, their registers were
+    // handed on while a copy still had to read them (results/carried-pointers-h200.txt: 2.5-3% faster so).
+    const unsigned char* pa_k = a_src;
+    const unsigned char* pb_k = b_src;
+    const size_t b_kstep = static_cast<size_t>(BK) * (B_KMAJOR ? 1 : ldb) * ELEM;
     auto load_tile = [&](int kt, int stage, int part, int parts) {
         unsigned char* as = smem + stage * STAGE;
         unsigned char* bs = as + BM * A_ROW;
         const int k0 = kt * BK;
         if (inner && k0 + BK <= K) {
-            const unsigned char* pa = a_src + static_cast<size_t>(k0) * ELEM;
-            const unsigned char* pb = b_src + static_cast<size_t>(k0) * (B_KMAJOR ? 1 : ldb) * ELEM;
+            const unsigned char* pa = pa_k;
+            const unsigned char* pb = pb_k;
+            if (part == parts - 1) { pa_k += BK * ELEM; pb_k += b_kstep; }
 #pragma unroll
             for (int q = 0; q < A_PER + B_PER; ++q) {
                 if (q % parts != part)
