@@ -39,7 +39,7 @@ SPLIT = [
     ("#include <stdint.h>\n", "#include <stdint.h>\n#include <type_traits>\n"),
     ("    auto load_tile = [&](int kt, int stage, int part, int parts) {\n",
      "    auto load_tile = [&](int kt, int stage, int part, int parts, auto fast) {\n"),
-    ("        if (inner && k0 + BK <= K) {\n", "        if (decltype(fast)::value || (inner && k0 + BK <= K)) {\n"),
+    ("if (inner && k0 + BK <= K) {\n", "if (decltype(fast)::value || (inner && k0 + BK <= K)) {\n"),
     ("            load_tile(s, s, 0, 1);\n", "            load_tile(s, s, 0, 1, std::false_type{});\n"),
     ("                load_tile(next, next % RING, 0, 1);\n", "                load_tile(next, next % RING, 0, 1, std::false_type{});\n"),
     ("        for (int kt = 0; kt < tiles; ++kt) {\n"

@@ -10,6 +10,8 @@
 # joule; scripts/power_under_load.py's measure). Correctness first, at 1000x2000x777 and at the timed size.
 # Run on a Hopper GPU with CuPy and nvidia-smi (about 4-5 minutes, most of it compiling five copies of the file):
 #   timeout 420 python3 drafts/09_energy_experiment.py [--sizes 4096] [--groups 2 4 16 32]
+# With --once, each variant of the last step is only launched twice at the first size, for Nsight Compute
+# (drafts/next_gpu.sh F: the L2's sectors by source for each tile order).
 import argparse, sys, tempfile, time
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +29,33 @@ def variant_source(group: int) -> str:
     return kernel_variant(tma.SOURCE, (BASE_GROUP, f"#define WS_GROUP {group}\n"))
 
 
+def group_kernels(groups, tmp: Path) -> dict:
+    """The last step and ping-pong as in the chapter (group 8) and built with each of ``groups``, from copies of the
+    kernel file written under ``tmp``: ``{"last_g8": kernel, ...}``."""
+    kernels = {f"{k}_g8": tma.hopper_kernel(c) for k, c in KERNELS.items()}
+    for g in groups:
+        path = tmp / f"09_hopper_g{g}.cu"
+        path.write_text(variant_source(g))
+        unit = compile_units.CompileUnit(path, arch_specific="sm_90a")
+        kernels.update({f"{k}_g{g}": replace(tma.hopper_kernel(c), source=unit) for k, c in KERNELS.items()})
+    return kernels
+
+
+def once(n, groups):
+    """The last step of each group launched twice at n^3 BF16, in the order printed, for Nsight Compute: where do the
+    L2's sectors come from with each tile order (drafts/next_gpu.sh F profiles the second launch of each)?"""
+    gpu.cuda()
+    with tempfile.TemporaryDirectory() as tmp:
+        kernels = {name: k for name, k in group_kernels(groups, Path(tmp)).items() if name.startswith("last_")}
+        A, B = verify.random_operands(n, n, n, seed=1)
+        for name, k in kernels.items():
+            problem = k.on_device(A, B)
+            problem.launch()
+            problem.launch()
+            print(f"launched {name} twice at {n}^3", flush=True)
+            del problem
+
+
 def main(sizes, groups, seconds):
     from scripts import power_under_load as power     # scripts/ is a namespace package
     gpu.cuda()
@@ -34,12 +63,7 @@ def main(sizes, groups, seconds):
     if cp is None:
         sys.exit("needs CuPy for cuBLAS")
     with tempfile.TemporaryDirectory() as tmp:
-        kernels = {f"{k}_g8": tma.hopper_kernel(c) for k, c in KERNELS.items()}
-        for g in groups:
-            path = Path(tmp) / f"09_hopper_g{g}.cu"
-            path.write_text(variant_source(g))
-            unit = compile_units.CompileUnit(path, arch_specific="sm_90a")
-            kernels.update({f"{k}_g{g}": replace(tma.hopper_kernel(c), source=unit) for k, c in KERNELS.items()})
+        kernels = group_kernels(groups, Path(tmp))
         A, B = verify.random_operands(1000, 2000, 777, seed=3)
         ref = tensor_gemm.reference(A, B, "BF16")
         print("correct at 1000x2000x777:", {n: ref.check(k(A, B)).ok for n, k in kernels.items()}, flush=True)
@@ -75,7 +99,8 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096])
     parser.add_argument("--groups", type=int, nargs="+", default=[2, 4, 16, 32])
     parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--once", action="store_true", help="each last-step variant launched twice, for ncu")
     args = parser.parse_args()
     if 8 in args.groups or min(args.groups) < 1:
         parser.error("groups: positive, and not 8 (the chapter's, always measured)")
-    main(args.sizes, args.groups, args.seconds)
+    once(args.sizes[0], args.groups) if args.once else main(args.sizes, args.groups, args.seconds)

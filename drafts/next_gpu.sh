@@ -10,6 +10,9 @@
 #   D  issue #18: the L2's sectors by source (the SMs or the fabric between the L2's two halves) and by operation, for
 #      chapter 9's last step and cuBLAS's kernel at 4096^3 (results/ncu-h200-l2-sources-4096.csv); the metric names
 #      are listed first, since a wrong one makes ncu refuse the whole run
+#   F  issue #18: the same counters for the last step built with tile groups of 1, 2, 4, 8, 16 and 32 rows, BF16
+#      4096^3 (drafts/09_energy_experiment.py --once; the launches in the order it prints, two each, the second the
+#      one to read): does the tile order move the traffic between the L2's halves, where cuBLAS has 33% less?
 #   G  tests/gpu in full (about 240 s)
 #   H  issue #18: chapter 9's last step in clusters of 2 x 2 blocks that share A as well as B
 #      (drafts/09_cluster4_experiment.py): correctness in a short process of its own (a wrong barrier count hangs),
@@ -28,8 +31,8 @@
 #      tail-group-tc-inner-h200.txt, streamk-tail-tc-inner-h200.txt, measured on tc_inner before the carried source
 #      pointers; about 400 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|G|H|S|T|X|Y [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|G|H|S|T|X|Y [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|S|T|X|Y [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|S|T|X|Y [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -40,6 +43,9 @@ A, B = verify.random_operands(4096, 4096, 4096, seed=1)
 problem = registry.lookup("tc_inner_bf16").on_device(A, B)
 for _ in range(3):
     problem.launch()'
+# the L2's sectors by source unit (the SMs: tex; the link between the L2's halves: ltcfabric) and by operation
+L2_SOURCES=lts__t_sectors.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_ltcfabric.sum
+L2_SOURCES+=,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_op_red.sum
 run() {  # run NAME SECONDS CMD...: a step under a time limit, its log and time in $out/logs
     local name=$1 limit=$2; shift 2
     local t0=$SECONDS
@@ -55,10 +61,10 @@ case $part in
   T) run tests-tensor 300 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu/test_tensor_kernels.py \
          tests/gpu/test_sanitizer.py tests/gpu/test_jit_target.py tests/gpu/test_size_aware.py ;;
   D) run ncu-query 60 bash -c 'ncu --query-metrics --chip gh100 | grep -E "^lts__t_(sectors|requests)_(srcunit|op)"'
-     metrics=lts__t_sectors.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_ltcfabric.sum
-     metrics+=,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_op_red.sum
      run ncu-l2 150 ncu --clock-control none --launch-count 2 -k 'regex:nvjet|wgmma_gemm_tmastore_bf16' \
-         --metrics "$metrics" --csv --page details python3 drafts/09_tail_experiment.py --once --cublas ;;
+         --metrics "$L2_SOURCES" --csv --page details python3 drafts/09_tail_experiment.py --once --cublas ;;
+  F) run ncu-l2-groups 400 ncu --clock-control none -k regex:wgmma_gemm_tmastore_bf16 --metrics "$L2_SOURCES" \
+         --csv --page details python3 drafts/09_energy_experiment.py --once --groups 1 2 4 16 32 ;;
   E) sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats"
      run ncu-steady 150 ncu --clock-control none --launch-skip 2 --launch-count 1 -k regex:steady_copies $sections \
          --csv --page details python3 -c 'from gemmlab import probes; probes.steady_state("copies", iters=1024)'
@@ -89,6 +95,6 @@ case $part in
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py
      run streamk-tail 150 python3 drafts/08_streamk_tail_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, G, H, S, T, X or Y)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, F, G, H, S, T, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
