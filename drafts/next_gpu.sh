@@ -23,6 +23,9 @@
 #   S  Nsight Compute's warp-stall sampling by SASS instruction on tc_inner_bf16 at 4096^3 (the report, its source
 #      page and details; results/ncu-h200-tc-inner-source-4096.csv keeps the sampled rows; about 30 s)
 #   T  the GPU tests of chapter 8's kernels: tensor kernels, sanitizer, JIT target, size-aware (about 105 s)
+#   W  issue #17: is FP16 behind BF16 (78.0 against 79.9% of the probe, cuBLAS 4.6% behind too) because it draws more
+#      power? The probe, cuBLAS and tc_inner at 8192^3 for 3 s each in both formats, clock and watts sampled: if
+#      FP16's FLOP per cycle matches BF16's, the gap is the clock the power limit allows (about 60 s)
 #   Y  issue #17: tc_inner against its shared destinations also carried, or its inner K-tiles in a loop of their own
 #      without the bounds check (drafts/08_carried_pointers_experiment.py; results/carried-pointers-h200.txt, from
 #      the variants on the kernel before the carried source pointers; about 60 s)
@@ -31,8 +34,8 @@
 #      tail-group-tc-inner-h200.txt, streamk-tail-tc-inner-h200.txt, measured on tc_inner before the carried source
 #      pointers; about 400 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|S|T|X|Y [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|S|T|X|Y [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|S|T|W|X|Y [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|S|T|W|X|Y [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -89,12 +92,16 @@ case $part in
                  python3 drafts/09_cluster4_experiment.py --time --sizes 4096
          done
      fi ;;
+  W) for p in FP16 BF16; do
+         k=tc_inner_$(echo $p | tr A-Z a-z | sed 's/fp16/f16/')
+         run power-$p 120 python3 scripts/power_under_load.py --sizes 8192 --seconds 3 --precision $p --kernels $k
+     done ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py
      run streamk-tail 150 python3 drafts/08_streamk_tail_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, F, G, H, S, T, X or Y)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, F, G, H, S, T, W, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
