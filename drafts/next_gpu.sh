@@ -20,6 +20,9 @@
 #      4096^3 (results/cluster4-h200.txt; about 100 s)
 #   E  Nsight Compute's memory and warp-state sections and the stall reasons on chapter 8's steady loop with copies
 #      and on tc_inner_bf16 at 4096^3 (results/ncu-h200-tensor-core-stalls-4096.csv; about 20 s)
+#   Q  issue #17: the mma.sync probe with 1, 2, 3 or 4 warps per scheduler, one block per SM, against the chapter's
+#      (16 per scheduler): does the ceiling need more warps than tc_inner's 2? (drafts/08_probe_warps_experiment.py,
+#      about 20 s)
 #   S  Nsight Compute's warp-stall sampling by SASS instruction on tc_inner_bf16 at 4096^3 (the report, its source
 #      page and details; results/ncu-h200-tc-inner-source-4096.csv keeps the sampled rows; about 30 s)
 #   T  the GPU tests of chapter 8's kernels: tensor kernels, sanitizer, JIT target, size-aware (about 105 s)
@@ -34,8 +37,8 @@
 #      tail-group-tc-inner-h200.txt, streamk-tail-tc-inner-h200.txt, measured on tc_inner before the carried source
 #      pointers; about 400 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|S|T|W|X|Y [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|S|T|W|X|Y [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|Q|S|T|W|X|Y [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|Q|S|T|W|X|Y [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -96,12 +99,13 @@ case $part in
          k=tc_inner_$(echo $p | tr A-Z a-z | sed 's/fp16/f16/')
          run power-$p 120 python3 scripts/power_under_load.py --sizes 8192 --seconds 3 --precision $p --kernels $k
      done ;;
+  Q) run probe-warps 120 python3 drafts/08_probe_warps_experiment.py ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py
      run streamk-tail 150 python3 drafts/08_streamk_tail_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, F, G, H, S, T, W, X or Y)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, F, G, H, Q, S, T, W, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
