@@ -16,17 +16,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import compile_units, compiler, device, gpu, mma, probes, timing
+from gemmlab import compiler, device, gpu, occupancy, probes, timing
 
 WARPS_PER_SCHEDULER = (1, 2, 3, 4)
-
-
-def rate(fn, threads: int, blocks: int, iters: int, flops_per_chain: int) -> float:
-    from pycuda import gpuarray
-    out = gpuarray.zeros(blocks * threads, np.float32)
-    flops = blocks * threads // 32 * iters * compile_units.MMA_CHAINS * flops_per_chain
-    return flops / timing.time_gpu(lambda: fn(out.gpudata, np.int32(iters), block=(threads, 1, 1),
-                                              grid=(blocks, 1, 1)), repeat=5).median_s
 
 
 def main(iters: int = 16384):
@@ -35,17 +27,22 @@ def main(iters: int = 16384):
     compiled = compiler.load(probes.MMA_PROBES)
     if compiler.capability(compiled.arch) < (8, 0):
         sys.exit("needs mma.sync m16n8k16 (sm_80 or later)")
-    schedulers = 4                                      # SM sub-partitions, each with its own warp scheduler
+    from pycuda import gpuarray
     for dtype in ("f16", "bf16"):
+        # the chapter's probe, timed as mma_ceiling times it; its blocks of 256 threads fill every SM twice over
+        launch, flops = probes.mma_probe("m16n8k16", dtype, iters, threads=256)
+        chapter = flops / timing.time_gpu(launch, repeat=5).median_s
+        warps = probes.probe_grid(256, spec, waves=2)[0] * 256 // 32
+        print(f"{dtype}: the chapter's probe (every SM filled twice over) {chapter / 1e12:.1f} TFLOP/s", flush=True)
         fn = compiled.function(f"mma_ceiling_m16n8k16_{dtype}")
-        m, n, k = mma.instruction("m16n8k16", dtype).mnk
-        chapter = probes.mma_ceiling("m16n8k16", dtype)
-        print(f"{dtype}: the chapter's probe (16 warps per scheduler, every SM filled twice over) "
-              f"{chapter / 1e12:.1f} TFLOP/s", flush=True)
         for w in WARPS_PER_SCHEDULER:
-            r = rate(fn, 32 * schedulers * w, spec.sms, iters, 2 * m * n * k)
-            print(f"   {w} warp(s) per scheduler, one block of {32 * schedulers * w} threads per SM: {r / 1e12:6.1f} "
-                  f"TFLOP/s, {r / chapter:6.1%} of the chapter's probe", flush=True)
+            threads = 32 * occupancy.SUB_PARTITIONS * w
+            out = gpuarray.zeros(spec.sms * threads, np.float32)
+            t = timing.time_gpu(lambda: fn(out.gpudata, np.int32(iters), block=(threads, 1, 1), grid=(spec.sms, 1, 1)),
+                                repeat=5).median_s
+            r = flops / warps * (spec.sms * threads // 32) / t             # the same work per warp as the probe's
+            print(f"   {w} warp(s) per scheduler, one block of {threads} threads per SM: {r / 1e12:6.1f} TFLOP/s, "
+                  f"{r / chapter:6.1%} of the chapter's probe", flush=True)
 
 
 if __name__ == "__main__":

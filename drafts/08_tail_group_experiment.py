@@ -18,8 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import bench, ceilings, gpu, precisions, registry, tc_configs, tensor_gemm, timing, verify
-from drafts.variants import TC_INNER, tc_inner_units
+from gemmlab import ceilings, precisions, registry, tc_configs, tensor_gemm, timing, verify
+from drafts.variants import TC_INNER, cuda_and_cupy, tc_inner_units
 
 BASE_GROUP = "#define TC_GROUP 8 "
 INNER = TC_INNER
@@ -83,10 +83,7 @@ def groups(cp, chosen, seconds):
 
 
 def main(chosen, seconds):
-    gpu.cuda()
-    cp = bench.cupy_or_none()
-    if cp is None:
-        sys.exit("needs CuPy for cuBLAS")
+    cp = cuda_and_cupy()
     tail(cp)
     groups(cp, chosen, seconds)
 

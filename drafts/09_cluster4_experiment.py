@@ -25,8 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import bench, compile_units, compiler, gpu, hopper, precisions, tensor_gemm, timing, tma, verify
-from drafts.variants import kernel_variant
+from gemmlab import compile_units, compiler, gpu, hopper, precisions, tensor_gemm, timing, tma, verify
+from drafts.variants import cuda_and_cupy, kernel_variant
 
 HELPER_AFTER = "// [/cluster_helpers]\n"
 MASKED_COPY = '''__device__ __forceinline__ void tma_load_2d_mask(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar,
@@ -125,10 +125,7 @@ def check():
 
 
 def time_them(sizes):
-    gpu.cuda()
-    cp = bench.cupy_or_none()
-    if cp is None:
-        sys.exit("needs CuPy for cuBLAS")
+    cp = cuda_and_cupy()
     with tempfile.TemporaryDirectory() as tmp:
         for p in tma.PRECISIONS:
             ks = kernels(Path(tmp), p)

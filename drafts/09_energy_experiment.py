@@ -18,8 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import bench, compile_units, gpu, precisions, tensor_gemm, timing, tma, verify
-from drafts.variants import kernel_variant
+from gemmlab import compile_units, gpu, precisions, tensor_gemm, timing, tma, verify
+from drafts.variants import cuda_and_cupy, kernel_variant
 
 BASE_GROUP = "#define WS_GROUP 8\n"
 KERNELS = {"last": tma.GEMM_TMA_STORE, "pingpong": tma.GEMM_PINGPONG}
@@ -58,10 +58,7 @@ def once(n, groups):
 
 def main(sizes, groups, seconds):
     from scripts import power_under_load as power     # scripts/ is a namespace package
-    gpu.cuda()
-    cp = bench.cupy_or_none()
-    if cp is None:
-        sys.exit("needs CuPy for cuBLAS")
+    cp = cuda_and_cupy()
     with tempfile.TemporaryDirectory() as tmp:
         kernels = group_kernels(groups, Path(tmp))
         A, B = verify.random_operands(1000, 2000, 777, seed=3)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import bench, compile_units, gpu, precisions, tensor_gemm, timing, tma, verify
+from gemmlab import compile_units, precisions, tensor_gemm, timing, tma, verify
+from drafts.variants import cuda_and_cupy
 
 # name: (stages, buffers per consumer, issue the stores, consumer 1's delay in ns, evict-first hint, boxes the threads
 # store themselves: bit j for box j, each warp its own boxes)
@@ -130,10 +131,7 @@ def variant_kernel(unit, name):
 
 
 def main(names):
-    gpu.cuda()
-    cp = bench.cupy_or_none()
-    if cp is None:
-        sys.exit("needs CuPy for cuBLAS")
+    cp = cuda_and_cupy()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "09_epilogue_variants.cu"
         path.write_text(generated_source())

@@ -15,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import bench, gpu, precisions, streamk, timing, tma, verify
+from drafts.variants import cuda_and_cupy
 
 SIZES = ((4096,) * 3, (6144, 4096, 2048), (2048,) * 3, (8192,) * 3)
 
@@ -29,9 +30,7 @@ class FewerBlocks(tma.HopperGemmKernel):
 
 
 def timings():
-    cp = bench.cupy_or_none()
-    if cp is None:
-        sys.exit("needs CuPy for cuBLAS")
+    cp = cuda_and_cupy()
     last = tma.hopper_kernel(tma.GEMM_TMA_STORE)
     kernels = {"tmastore": last, "streamk": tma.hopper_kernel(tma.GEMM_STREAMK),
                "g128": FewerBlocks(**{f.name: getattr(last, f.name) for f in dataclasses.fields(last)})}

@@ -95,10 +95,8 @@ case $part in
                  python3 drafts/09_cluster4_experiment.py --time --sizes 4096
          done
      fi ;;
-  W) for p in FP16 BF16; do
-         k=tc_inner_$(echo $p | tr A-Z a-z | sed 's/fp16/f16/')
-         run power-$p 120 python3 scripts/power_under_load.py --sizes 8192 --seconds 3 --precision $p --kernels $k
-     done ;;
+  W) run power-FP16 120 python3 scripts/power_under_load.py --sizes 8192 --seconds 3 --precision FP16 --kernels tc_inner_f16
+     run power-BF16 120 python3 scripts/power_under_load.py --sizes 8192 --seconds 3 --precision BF16 --kernels tc_inner_bf16 ;;
   Q) run probe-warps 120 python3 drafts/08_probe_warps_experiment.py ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py

@@ -2,8 +2,9 @@
 so that an experiment stops with a clear message when the kernel file it rewrites has changed under it."""
 from dataclasses import replace
 from pathlib import Path
+import sys
 
-from gemmlab import compile_units, registry, tc_configs, tensor_gemm, timing, verify
+from gemmlab import bench, compile_units, gpu, registry, tc_configs, tensor_gemm, timing, verify
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,6 +20,15 @@ def replace_once(text: str, edits, what: str) -> str:
 def kernel_variant(name: str, *edits) -> str:
     """``kernels/<name>`` with ``edits`` applied (:func:`replace_once`)."""
     return replace_once((ROOT / "kernels" / name).read_text(), edits, f"kernels/{name}")
+
+
+def cuda_and_cupy():
+    """Start the GPU and return CuPy (for cuBLAS), or stop the experiment where CuPy is missing."""
+    gpu.cuda()
+    cp = bench.cupy_or_none()
+    if cp is None:
+        sys.exit("needs CuPy for cuBLAS")
+    return cp
 
 
 TC_INNER = next(config for name, config, _ in registry.TENSOR_STEPS if name == "tc_inner")

@@ -122,6 +122,7 @@ def schedule(agents, events, fire, rng, engine_bias):
         except AssertionError as e:
             return str(e)
 
+
 def kernel_stages():
     return int(re.search(r"#define PP_STAGES (\d+)", KERNEL.read_text()).group(1))
 
