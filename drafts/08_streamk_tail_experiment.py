@@ -13,7 +13,7 @@
 # with cuBLAS at 8192^3, 4096^3 and 6144 x 4096 x 2048, beside the probe. Run on a GPU of sm_80 or later with CuPy:
 #   timeout 300 python3 drafts/08_streamk_tail_experiment.py
 #   python3 drafts/08_streamk_tail_experiment.py --compile     (no GPU: nvcc for sm_80 and sm_90, ptxas's report)
-import argparse, subprocess, sys, tempfile
+import argparse, importlib, subprocess, sys, tempfile
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,13 @@ EDITS = [
     ("    int bm, bn;\n    block_coords(M, N, BM, BN, bm, bn);\n", ""),
     ("        const int k0 = kt * BK;\n", "        const int k0 = (kt_lo + kt) * BK;           // kt counts from this part's first K-tile\n"),
     ("    const int tiles = (lda + BK - 1) / BK;\n", "    const int tiles = kt_hi - kt_lo;\n"),
+    # the carried source pointers start at this part's first K-tile, not at K-tile 0
+    ("    const unsigned char* pa_k = a_src;\n"
+     "    const unsigned char* pb_k = b_src;\n"
+     "    const size_t b_kstep = static_cast<size_t>(BK) * (B_KMAJOR ? 1 : ldb) * ELEM;\n",
+     "    const size_t b_kstep = static_cast<size_t>(BK) * (B_KMAJOR ? 1 : ldb) * ELEM;\n"
+     "    const unsigned char* pa_k = a_src + static_cast<size_t>(kt_lo) * BK * ELEM;\n"
+     "    const unsigned char* pb_k = b_src + kt_lo * b_kstep;\n"),
     ("            store_pair(C, M, N, r, c, acc[i][j][0], acc[i][j][1]);\n"
      "            store_pair(C, M, N, r + 8, c, acc[i][j][2], acc[i][j][3]);\n",
      "            if (add) {\n"
@@ -126,11 +133,28 @@ extern "C" __global__ void __launch_bounds__(256) tc_sk_zero(float* C, int M, in
 """
 
 
-def generated_source() -> str:
+# serp: odd rows of fragments walked right to left, so that consecutive mma.sync share an operand register more
+# often (62 .reuse flags on the HMMA instead of 56, compiled here; results bitwise the same)
+SERPENTINE = [("            for (int j = 0; j < NI; ++j)\n"
+               "                mma_step<KIND>(acc[i][j], a[set][i], b[set][j]);\n",
+               "            for (int jj = 0; jj < NI; ++jj) {\n"
+               "                const int j = i % 2 ? NI - 1 - jj : jj;\n"
+               "                mma_step<KIND>(acc[i][j], a[set][i], b[set][j]);\n"
+               "            }\n")]
+
+
+def generated_source(extra=()) -> str:
+    """The stream-K kernel file: tc_gemm rewritten as tc_gemm_sk (``extra``: more edits of its body, e.g. ``both``)."""
     path = ROOT / "kernels" / tc_configs.SOURCE
     text = path.read_text()
-    body = replace_once(text[text.index("// [tc_gemm]"):text.index("// [/tc_gemm]")], EDITS, f"kernels/{tc_configs.SOURCE}")
+    body = replace_once(text[text.index("// [tc_gemm]"):text.index("// [/tc_gemm]")], [*EDITS, *extra],
+                        f"kernels/{tc_configs.SOURCE}")
     return f'#include "{path}"\n{HELPERS}\n{body}\n{ENTRIES}'
+
+
+def both_edits():
+    """The ``both`` variant's edits (shared destinations carried too), from the carried-pointers draft."""
+    return importlib.import_module("drafts.08_carried_pointers_experiment").VARIANTS["both"]
 
 
 def split(M: int, N: int, sms: int, force_full: int | None = None) -> tuple[int, int]:
@@ -145,19 +169,20 @@ def split(M: int, N: int, sms: int, force_full: int | None = None) -> tuple[int,
 
 def compile_only():
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "sk.cu"
-        src.write_text(generated_source())
-        for arch in ("sm_80", "sm_90"):
-            r = subprocess.run(["nvcc", "-std=c++17", "-arch=" + arch, "-cubin", "-Xptxas", "-v", "-o",
-                                str(Path(tmp) / f"sk_{arch}.cubin"), str(src)], capture_output=True, text=True)
-            if r.returncode:
-                sys.exit(r.stderr)
-            report = r.stderr.splitlines()
-            for i, line in enumerate(report):
-                if "Compiling entry function 'tc_sk_" in line:
-                    used = next((l for l in report[i:i + 4] if "Used" in l), "")
-                    spill = next((l for l in report[i:i + 4] if "spill" in l), "")
-                    print(arch, line.split("'")[1], used.split(":")[-1].strip(), "|", spill.strip())
+        for name, extra in (("sk", ()), ("sk_both", both_edits())):
+            src = Path(tmp) / f"{name}.cu"
+            src.write_text(generated_source(extra))
+            for arch in ("sm_80", "sm_90"):
+                r = subprocess.run(["nvcc", "-std=c++17", "-arch=" + arch, "-cubin", "-Xptxas", "-v", "-o",
+                                    str(Path(tmp) / f"{name}_{arch}.cubin"), str(src)], capture_output=True, text=True)
+                if r.returncode:
+                    sys.exit(r.stderr)
+                report = r.stderr.splitlines()
+                for i, line in enumerate(report):
+                    if "Compiling entry function 'tc_sk_" in line:
+                        used = next((l for l in report[i:i + 4] if "Used" in l), "")
+                        spill = next((l for l in report[i:i + 4] if "spill" in l), "")
+                        print(name, arch, line.split("'")[1], used.split(":")[-1].strip(), "|", spill.strip())
 
 
 class StreamK:
@@ -199,55 +224,71 @@ class Problem:
                            self.c.gpudata, self.M, self.N, self.K, self.full, self.units, shared_size=k.shared)
 
 
-def main():
-    from gemmlab import bench, ceilings, compiler, device, gpu, precisions, registry, tensor_gemm, timing, verify
+def main(sizes):
+    from gemmlab import ceilings, compiler, device, precisions, tensor_gemm, timing, verify
+    from drafts.variants import cuda_and_cupy, tc_inner_units, tc_inner_variants
 
-    gpu.cuda()
+    cp = cuda_and_cupy()
     spec = device.current()
-    cp = bench.cupy_or_none()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "08_streamk_tail.cu"
-        path.write_text(generated_source())
-        compiled = compiler.load(path)
+        sk_units = {}
+        for name, extra in (("sk", ()), ("sk_both", both_edits())):
+            path = Path(tmp) / f"08_streamk_tail_{name}.cu"
+            path.write_text(generated_source(extra))
+            sk_units[name] = compiler.load(path)
+        both_unit = tc_inner_units(Path(tmp), {"both": both_edits(), "serp": SERPENTINE})
         for p in ("FP16", "BF16"):
-            compiled.allow_shared(f"tc_sk_{tc_configs.SUFFIXES[p]}", INNER.shared_bytes(p))
-            for (M, N, K), force in (((1, 1, 1), None), ((300, 520, 1234), 1), ((300, 520, 1234), 0),
-                                     ((1000, 2000, 777), 40), ((1024, 2048, 512), 50), ((2048, 2048, 96), 7)):
-                A, B = verify.random_operands(M, N, K, seed=M + N + K)
-                C = StreamK(compiled, p, spec.sms, force)(A, B)
-                ok = tensor_gemm.reference(A, B, p).check(C).ok
-                print(f"tc_sk_{p} {M}x{N}x{K}, {split(M, N, spec.sms, force)} (whole tiles, units): "
-                      f"{'correct' if ok else 'WRONG'}", flush=True)
-        if cp is None:
-            sys.exit("no CuPy: no timing against cuBLAS")
+            for compiled in sk_units.values():
+                compiled.allow_shared(f"tc_sk_{tc_configs.SUFFIXES[p]}", INNER.shared_bytes(p))
+            for name, compiled in sk_units.items():
+                for (M, N, K), force in (((1, 1, 1), None), ((300, 520, 1234), 1), ((300, 520, 1234), 0),
+                                         ((1000, 2000, 777), 40), ((1024, 2048, 512), 50), ((2048, 2048, 96), 7),
+                                         ((257, 4096, 96), 3)):
+                    A, B = verify.random_operands(M, N, K, seed=M + N + K)
+                    C = StreamK(compiled, p, spec.sms, force)(A, B)
+                    ok = tensor_gemm.reference(A, B, p).check(C).ok
+                    print(f"{name}_{p} {M}x{N}x{K}, {split(M, N, spec.sms, force)} (whole tiles, units): "
+                          f"{'correct' if ok else 'WRONG'}", flush=True)
         for p in ("FP16", "BF16"):
             probe = {c.what.split()[0]: c.measured for c in ceilings.tensor([p])}.get(p)
-            inner = registry.lookup(f"tc_inner_{tc_configs.SUFFIXES[p]}")
-            sk = StreamK(compiled, p, spec.sms)
-            for M, N, K in ((8192, 8192, 8192), (4096, 4096, 4096), (6144, 4096, 2048)):
+            print(f"{p} probe (measured now): {probe:.1f} TFLOP/s", flush=True)
+            kernels = tc_inner_variants(both_unit, p)               # tc_inner, both and serp
+            for M, N, K in sizes:
                 A, B = verify.random_operands(M, N, K, seed=1)
                 run, _ = precisions._cublas_call(cp, A, B, p)
-                problems = {"tc_inner": inner.on_device(A, B), "stream-K": sk.on_device(A, B)}
-                for q in problems.values():
+                problems = {name: k.on_device(A, B) for name, k in kernels.items()}
+                problems.update({name: StreamK(c, p, spec.sms).on_device(A, B) for name, c in sk_units.items()})
+                ref = None
+                for name, q in problems.items():
                     q.launch()
-                got = problems["stream-K"].c.get()
-                same = np.allclose(got, problems["tc_inner"].result(), rtol=1e-5, atol=1e-3)
-                times = timing.interleaved({"cuBLAS": run, **{n: q.launch for n, q in problems.items()}})
+                    got = q.c.get() if hasattr(q, "total") else q.result()
+                    ref = got if ref is None else ref
+                    print(f"   {name} agrees with tc_inner: {np.allclose(got, ref, rtol=1e-5, atol=1e-3)}")
                 full, units = split(M, N, spec.sms)
-                print(f"{p} {M}x{N}x{K} ({full} whole tiles, {units} units; stream-K agrees with tc_inner: {same})")
+                times = timing.interleaved({"cuBLAS": run, **{n: q.launch for n, q in problems.items()}})
+                print(f"{p} {M}x{N}x{K} ({full} whole tiles, {units} units), interleaved")
                 for name in problems:
                     rate = 2.0 * M * N * K / times.median_s(name) / 1e12
                     median, low, high = times.ratio(name, "cuBLAS")
-                    of_probe = f", {rate / probe:.1%} of the probe" if probe else ""
-                    print(f"   {name:9s} {rate:6.1f} TFLOP/s, {median:.1f}% of cuBLAS ({low:.1f}-{high:.1f}){of_probe}",
-                          flush=True)
+                    print(f"   {name:9s} {rate:6.1f} TFLOP/s, {median:.1f}% of cuBLAS ({low:.1f}-{high:.1f}), "
+                          f"{rate / probe:.1%} of the probe", flush=True)
+                # as `python -m gemmlab bench` times a row (one warm-up, the median of 5), three times in turn
+                print(f"{p} {M}x{N}x{K}, timed as the bench times (three turns)")
+                for turn in range(3):
+                    cub = 2.0 * M * N * K / timing.time_gpu(run, warmup=1, repeat=5).median_s / 1e12
+                    rates = {name: 2.0 * M * N * K / timing.time_gpu(q.launch, warmup=1, repeat=5).median_s / 1e12
+                             for name, q in problems.items()}
+                    print(f"   turn {turn}: cuBLAS {cub:.1f}; " + "; ".join(
+                        f"{n} {r:.1f} ({r / probe:.1%} of the probe)" for n, r in rates.items()), flush=True)
                 del problems
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--compile", action="store_true", help="compile for sm_80 and sm_90 and print ptxas's report")
-    if parser.parse_args().compile:
+    parser.add_argument("--sizes", default="8192x8192x8192,3000x5000x1234", help="timed sizes, MxNxK,...")
+    args = parser.parse_args()
+    if args.compile:
         compile_only()
     else:
-        main()
+        main([tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")])

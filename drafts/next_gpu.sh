@@ -29,6 +29,10 @@
 #   W  issue #17: is FP16 behind BF16 (78.0 against 79.9% of the probe, cuBLAS 4.6% behind too) because it draws more
 #      power? The probe, cuBLAS and tc_inner at 8192^3 for 3 s each in both formats, clock and watts sampled: if
 #      FP16's FLOP per cycle matches BF16's, the gap is the clock the power limit allows (about 60 s)
+#   K  issue #17: tc_inner with a stream-K tail, alone and with the shared destinations carried (both), and both and
+#      a serpentine mma order alone; correctness at awkward sizes and forced splits, then 8192^3 and 3000x5000x1234
+#      interleaved with cuBLAS and as the bench times, beside the probe (drafts/08_streamk_tail_experiment.py, about
+#      150 s)
 #   Y  issue #17: tc_inner against its shared destinations also carried, or its inner K-tiles in a loop of their own
 #      without the bounds check (drafts/08_carried_pointers_experiment.py; results/carried-pointers-h200.txt, from
 #      the variants on the kernel before the carried source pointers; about 60 s)
@@ -37,8 +41,8 @@
 #      tail-group-tc-inner-h200.txt, streamk-tail-tc-inner-h200.txt, measured on tc_inner before the carried source
 #      pointers; about 400 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|Q|S|T|W|X|Y [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|Q|S|T|W|X|Y [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|K|Q|S|T|W|X|Y [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|K|Q|S|T|W|X|Y [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -98,12 +102,13 @@ case $part in
   W) run power-FP16 120 python3 scripts/power_under_load.py --sizes 8192 --seconds 3 --precision FP16 --kernels tc_inner_f16
      run power-BF16 120 python3 scripts/power_under_load.py --sizes 8192 --seconds 3 --precision BF16 --kernels tc_inner_bf16 ;;
   Q) run probe-warps 120 python3 drafts/08_probe_warps_experiment.py ;;
+  K) run streamk-tail 400 python3 drafts/08_streamk_tail_experiment.py ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py
      run streamk-tail 150 python3 drafts/08_streamk_tail_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, F, G, H, Q, S, T, W, X or Y)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, F, G, H, K, Q, S, T, W, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
