@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU work for the drafts (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
-# Next (drafts/README.md, item 1): after chapter 8's kernel edit, B 08, C 08, A and T (about 800 s, two commands:
-#   B 08 then C 08; A then T). Every part also reproduces a file in results/ (2026-12-02).
+# Next (drafts/README.md, "Still waiting"): L (about 120 s), then the kernel-header edit with B 08, C 08 (one command
+#   each). Every part also reproduces a file in results/ (2026-12-02).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json; about 340 s)
 #   B  execute a chapter (third argument, its number; 09 by default: about 245 s, 08: about 265 s), the notebook back
 #      as nb-NN.tgz; here afterwards: tar xzf FILES_AT/nb-NN.tgz
@@ -29,20 +29,17 @@
 #   W  issue #17: is FP16 behind BF16 (78.0 against 79.9% of the probe, cuBLAS 4.6% behind too) because it draws more
 #      power? The probe, cuBLAS and tc_inner at 8192^3 for 3 s each in both formats, clock and watts sampled: if
 #      FP16's FLOP per cycle matches BF16's, the gap is the clock the power limit allows (about 60 s)
-#   K  issue #17: tc_inner with a stream-K tail, alone and with the shared destinations carried (both), and both and
-#      a serpentine mma order alone; correctness at awkward sizes and forced splits, then 8192^3 and 3000x5000x1234
-#      interleaved with cuBLAS and as the bench times, beside the probe (drafts/08_streamk_tail_experiment.py, about
-#      150 s)
 #   Y  issue #17: tc_inner against its shared destinations also carried, or its inner K-tiles in a loop of their own
 #      without the bounds check (drafts/08_carried_pointers_experiment.py; results/carried-pointers-h200.txt, from
 #      the variants on the kernel before the carried source pointers; about 60 s)
-#   X  chapter 8's five experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups,
-#      stream-K tail; results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt,
-#      tail-group-tc-inner-h200.txt, streamk-tail-tc-inner-h200.txt, measured on tc_inner before the carried source
-#      pointers; about 400 s)
+#   L  issue #17: chapter 8's last two steps, tc_inner and tc_tail, interleaved with cuBLAS at 8192^3 and 4096^3 (the
+#      bench's --interleaved, FP16 then BF16; bench-tail-*.json): the shared wave at equal clocks, as published
+#   X  chapter 8's four experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups;
+#      results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt, tail-group-tc-inner-h200.txt, measured
+#      on tc_inner before the carried source pointers; about 300 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|K|Q|S|T|W|X|Y [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|K|Q|S|T|W|X|Y [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|Q|S|T|W|X|Y [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|Q|S|T|W|X|Y [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -102,13 +99,15 @@ case $part in
   W) run power-FP16 120 python3 scripts/power_under_load.py --sizes 8192 --seconds 3 --precision FP16 --kernels tc_inner_f16
      run power-BF16 120 python3 scripts/power_under_load.py --sizes 8192 --seconds 3 --precision BF16 --kernels tc_inner_bf16 ;;
   Q) run probe-warps 120 python3 drafts/08_probe_warps_experiment.py ;;
-  K) run streamk-tail 400 python3 drafts/08_streamk_tail_experiment.py ;;
+  L) run bench-tail-FP16 250 python3 -m gemmlab bench --precision FP16 --kernels tc_inner_f16 tc_tail_f16 \
+         --sizes 8192 4096 --interleaved --json "$out/bench-tail-fp16.json"
+     run bench-tail-BF16 250 python3 -m gemmlab bench --precision BF16 --kernels tc_inner_bf16 tc_tail_bf16 \
+         --sizes 8192 4096 --interleaved --json "$out/bench-tail-bf16.json" ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
-     run tail-group 150 python3 drafts/08_tail_group_experiment.py
-     run streamk-tail 150 python3 drafts/08_streamk_tail_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, F, G, H, K, Q, S, T, W, X or Y)" >&2; exit 2 ;;
+     run tail-group 150 python3 drafts/08_tail_group_experiment.py ;;
+  *) echo "unknown part $part (A, B, C, D, E, F, G, H, L, Q, S, T, W, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"

@@ -11,6 +11,7 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
    :mod:`~gemmlab.mma` (tensor-core fragments, ``ldmatrix`` and the swizzle, for chapter 8),
    :mod:`~gemmlab.hopper` (the copy engine's swizzles, tensor maps and ``wgmma`` descriptors, for chapter 9),
    :mod:`~gemmlab.streamk` (chapter 9's stream-K split and the order its parts meet in),
+   :mod:`~gemmlab.tail` (chapter 8's shared last wave: when, and who computes which K-tiles),
    :mod:`~gemmlab.compile_units` (what nvcc gets for each file),
    :mod:`~gemmlab.provenance`, :mod:`~gemmlab.source`, :mod:`~gemmlab.tables`, :mod:`~gemmlab.figures`,
    :mod:`~gemmlab.workbench`, :mod:`~gemmlab.explorer_html` (the explorer pages' HTML),
@@ -42,7 +43,7 @@ __all__ = ["GPUUnavailable", "LAYERS", "kernels", "lookup"]
 __version__ = "0.2.0"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "tc_configs", "shapes", "mma", "hopper", "streamk",
+    ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "tc_configs", "shapes", "mma", "hopper", "streamk", "tail",
                 "compile_units",
                 "provenance", "source", "tables", "figures", "workbench", "explorer_html", "bank_explorer", "barriers",
                 "watchdog")),

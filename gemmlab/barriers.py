@@ -6,8 +6,14 @@ source, every ``return`` (or ``asm("exit;")``) that can run before a barrier of 
 one that stands before a later barrier, or inside a loop whose body holds a barrier (the next
 iteration reaches it). A call to a function of the same file that contains a barrier counts as a
 barrier. A ``return`` inside a lambda leaves the lambda only: it is checked against the barriers of
-that lambda's body. It reads text, not the compiler's control flow: it can be fooled by macros or by barriers
-in other files, and it is meant for the course's kernels, not as a general verifier.
+that lambda's body. An exit that every thread of a block takes or none does is allowed, as the Programming Guide
+allows a barrier under a condition that is the same across the block: one guarded only by ``if`` conditions that
+read nothing but ``blockIdx``, ``gridDim``, ``blockDim``, the function's parameters, constants and names in
+capitals (template parameters, macros). Parameters count as the same across the block, as the course passes them to
+every function that holds a barrier (a kernel's own parameters are so by definition); a local variable, a call or a
+memory read counts as one thread's own, even where it is not. It reads text, not the compiler's control flow: it
+can be fooled by macros or by barriers in other files, and it is meant for the course's kernels, not as a general
+verifier.
 """
 
 from __future__ import annotations
@@ -73,6 +79,18 @@ def _body_end(code: str, open_brace: int) -> int:
     return len(code) - 1
 
 
+def _opening(code: str, close: int) -> int:
+    """The index of the ``(`` or ``{`` that the ``)`` or ``}`` at ``close`` closes (-1 if none)."""
+    pair = {")": "(", "}": "{"}[code[close]]
+    depth, j = 0, close
+    while j >= 0:
+        depth += {code[close]: 1, pair: -1}.get(code[j], 0)
+        if depth == 0:
+            return j
+        j -= 1
+    return -1
+
+
 def _functions(code: str) -> dict[str, tuple[int, int]]:
     """name -> (index of its opening brace, index of its closing brace)."""
     found = {}
@@ -88,12 +106,7 @@ def _is_loop_body(code: str, brace: int) -> bool:
     while j >= 0 and code[j].isspace():
         j -= 1
     if code[j] == ")":                      # for (...) {  /  while (...) {
-        depth = 0
-        while j >= 0:
-            depth += {")": 1, "(": -1}.get(code[j], 0)
-            if depth == 0:
-                break
-            j -= 1
+        j = _opening(code, j)
         return re.search(r"\b(for|while)\s*$", code[:j]) is not None
     return re.search(r"\bdo\s*$", code[:j + 1]) is not None
 
@@ -112,6 +125,81 @@ def _lambdas(code: str, start: int, end: int) -> list[tuple[int, int]]:
         if not (before.isalnum() or before in "_])"):
             found.append((m.end() - 1, _body_end(code, m.end() - 1)))
     return found
+
+
+UNIFORM_NAMES = {"blockIdx", "gridDim", "blockDim", "x", "y", "z", "static_cast", "int", "unsigned", "long", "size_t",
+                 "const", "true", "false"}
+"""Names a block-uniform condition may read besides the function's parameters and names in capitals."""
+
+
+def _parameters(code: str, open_brace: int) -> set[str]:
+    """The parameter names of the function whose body opens at ``open_brace``."""
+    close = code.rindex(")", 0, open_brace)
+    j = _opening(code, close)
+    names = set()
+    for part in code[j + 1:close].split(","):
+        words = re.findall(r"[A-Za-z_]\w*", part.split("=")[0].split("[")[0])
+        if words:
+            names.add(words[-1])
+    return names
+
+
+def _condition_before(code: str, end: int) -> str | None:
+    """The condition of an ``if (...)`` that ends just before ``end`` (ignoring spaces), or None."""
+    j = end - 1
+    while j >= 0 and code[j].isspace():
+        j -= 1
+    if j < 0 or code[j] != ")":
+        return None
+    close, j = j, _opening(code, j)
+    return code[j + 1:close] if re.search(r"\bif\s*$", code[:j]) else None
+
+
+def _condition_of_else(code: str, brace: int) -> str | None:
+    """The condition of the ``if`` whose braced body ends just before the ``else`` that opens at ``brace``."""
+    close = code.rindex("else", 0, brace) - 1
+    while close >= 0 and code[close].isspace():
+        close -= 1
+    if close < 0 or code[close] != "}":
+        return None
+    return _condition_before(code, _opening(code, close))
+
+
+def _uniform(condition: str, params: set[str]) -> bool:
+    """Whether ``condition`` reads only what is the same for every thread of a block (see the module's notes)."""
+    bare = condition.replace("&&", " ").replace("||", " ")
+    if "[" in bare or "->" in bare or re.search(r"(^|[(,!=<>+\-*/%?:])\s*[*&]\s*\w", bare):
+        return False                                    # a memory read or a dereference
+    if re.search(r"\b(?!static_cast\b)[A-Za-z_]\w*\s*\(", bare):
+        return False                                    # a call
+    return all(n in UNIFORM_NAMES or n in params or n.isupper() for n in re.findall(r"[A-Za-z_]\w*", bare))
+
+
+def _exit_is_uniform(code: str, p: int, body_lo: int, params: set[str]) -> bool:
+    """Whether every thread of a block takes the exit at ``p`` or none does: each block between it and the body
+    it leaves (``body_lo``, a function's or a lambda's opening brace) is the body of an ``if`` (or of its ``else``)
+    with a uniform condition, and so is an ``if`` without braces right before it."""
+    guards = []
+    bare = _condition_before(code, p)
+    if bare is not None:
+        guards.append(bare)
+    depth, j = 0, p - 1
+    while j > body_lo:
+        c = code[j]
+        if c == "}":
+            depth += 1
+        elif c == "{":
+            if depth == 0:
+                cond = _condition_before(code, j)
+                if cond is None and re.search(r"\belse\s*$", code[:j]):
+                    cond = _condition_of_else(code, j)
+                if cond is None:
+                    return False                        # a loop, a plain block: not followed
+                guards.append(cond)
+            else:
+                depth -= 1
+        j -= 1
+    return bool(guards) and all(_uniform(g, params) for g in guards)
 
 
 def check_source(src: str, path: str = "<source>") -> list[Finding]:
@@ -139,6 +227,8 @@ def check_source(src: str, path: str = "<source>") -> list[Finding]:
             later = [q for q in mine if q > p]
             looped = [q for lo, hi in loops if body_lo < lo < p < hi for q in mine if lo < q < hi]
             hit = sorted(later + looped)
+            if hit and _exit_is_uniform(code, p, body_lo, set() if inside else _parameters(code, a)):
+                continue                                # the whole block leaves together
             if hit:
                 findings.append(Finding(path, name, line(p), line(hit[0])))
     return sorted(findings, key=lambda f: f.line)

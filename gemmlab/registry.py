@@ -129,6 +129,7 @@ TENSOR_STEPS: tuple[tuple[str, tc_configs.TcConfig | None, str], ...] = (
     ("tc_prefetch", tc_configs.CONFIGS[4], "+ the next k-step's fragments loaded during this one's mma"),
     ("tc_wide", tc_configs.CONFIGS[5], "+ 128x256 blocks (8 warps of 64x64)"),
     ("tc_inner", tc_configs.CONFIGS[12], "+ tiles inside the matrices copied without bounds checks"),
+    ("tc_tail", tc_configs.CONFIGS[14], "+ a last wave under 60% full shared out over every SM (stream-K)"),
 )
 """Chapter 8's ladder for FP16 and BF16 inputs, as triples of a name, a configuration (None for the WMMA
 kernel) and what the step adds."""
@@ -137,8 +138,9 @@ TF32_STEPS: tuple[tuple[str, tc_configs.TcConfig, str], ...] = (
     ("tc_prefetch", tc_configs.CONFIGS[10], "TF32 mma.sync m16n8k8, 128x128x16 blocks, four stages, prefetched fragments"),
     ("tc_wide", tc_configs.CONFIGS[11], "+ 128x256 blocks"),
     ("tc_inner", tc_configs.CONFIGS[13], "+ tiles inside the matrices copied without bounds checks"),
+    ("tc_tail", tc_configs.CONFIGS[15], "+ a last wave under 60% full shared out over every SM (stream-K)"),
 )
-"""Chapter 8's kernels for TF32 inputs, the last three steps of the ladder (with B's transpose in shared memory)."""
+"""Chapter 8's kernels for TF32 inputs, the last four steps of the ladder (with B's transpose in shared memory)."""
 
 
 def tensor_kernels(precision: str) -> dict[str, tensor_gemm.TensorGemmKernel]:

@@ -1,11 +1,12 @@
 """The configurations of chapter 8's tensor-core kernel (``kernels/08_tensor_core.cu``), by name.
 
 ``tc_gemm`` is one template switched per configuration: block tile ``BM x BN x BK`` (``BK`` in elements of
-the input format), warp tile ``WM x WN``, ``STAGES`` shared-memory tiles in the ring, and four switches, each a
-step of the chapter: ``SWIZZLE`` (the XOR swizzle of 16-byte chunks, :func:`gemmlab.mma.swizzle_chunk`),
+the input format), warp tile ``WM x WN``, ``STAGES`` shared-memory tiles in the ring, and six switches, each a
+step of the chapter or a variant it tries: ``SWIZZLE`` (the XOR swizzle of 16-byte chunks, :func:`gemmlab.mma.swizzle_chunk`),
 ``ASYNC`` (``cp.async`` copies, on sm_80 and later), ``PREFETCH`` (the next k-step's fragments loaded during
-this one's ``mma``), ``SPREAD`` (the next tile's copies issued a share per k-step) and ``INNER`` (tiles wholly
-inside the matrices copied without bounds checks). Python owns the list:
+this one's ``mma``), ``SPREAD`` (the next tile's copies issued a share per k-step), ``INNER`` (tiles wholly
+inside the matrices copied without bounds checks) and ``TAIL`` (the last wave's K-tiles shared out over more blocks,
+stream-K; where and how: :mod:`gemmlab.tail`). Python owns the list:
 :func:`entry_points` writes the ``extern "C"`` kernels that :mod:`gemmlab.compile_units` appends to the file,
 one per configuration and input format (``precisions``), as :mod:`gemmlab.fast_configs` does for chapter 7.
 Pure Python, no GPU.
@@ -42,6 +43,7 @@ class TcConfig:
     PREFETCH: bool = False
     SPREAD: bool = False
     INNER: bool = False
+    TAIL: bool = False
     precisions: tuple[str, ...] = SIXTEEN_BIT
     MIN_BLOCKS: int = 1
 
@@ -50,7 +52,8 @@ class TcConfig:
         """The entry point's name without its precision suffix."""
         return (f"tc_mma_{self.BM}x{self.BN}x{self.BK}_{self.WM}x{self.WN}_s{self.STAGES}"
                 + ("_swz" if self.SWIZZLE else "") + ("_async" if self.ASYNC else "") + ("_pf" if self.PREFETCH else "")
-                + ("_sp" if self.SPREAD else "") + ("_in" if self.INNER else "") + (f"_b{self.MIN_BLOCKS}" if self.MIN_BLOCKS > 1 else ""))
+                + ("_sp" if self.SPREAD else "") + ("_in" if self.INNER else "") + ("_tail" if self.TAIL else "")
+                + (f"_b{self.MIN_BLOCKS}" if self.MIN_BLOCKS > 1 else ""))
 
     @property
     def threads(self) -> int:
@@ -94,11 +97,13 @@ class TcConfig:
         args = (f"{self.BM}, {self.BN}, {self.BK}, {self.WM}, {self.WN}, {self.STAGES}, "
                 + ", ".join("true" if f else "false" for f in (self.SWIZZLE, self.ASYNC, self.PREFETCH, self.SPREAD,
                                                                      self.INNER)))
+        # TAIL: two more parameters, the whole tiles and the units that share the rest (gemmlab.tail.split)
+        params, call, extra = ((", int full_tiles, int units", "tc_tail", ", full_tiles, units") if self.TAIL
+                               else ("", "tc_tile", ""))
         return "".join(
             f'extern "C" __global__ void __launch_bounds__({self.threads}, {self.MIN_BLOCKS})\n'
-            f"{self.function}_{SUFFIXES[p]}(const void* A, const void* B, float* C, int M, int N, int K)\n"
-            f"{{\n    tc_gemm<{args}, {KINDS[p]}>(static_cast<const unsigned char*>(A), "
-            f"static_cast<const unsigned char*>(B), C, M, N, K);\n}}\n"
+            f"{self.function}_{SUFFIXES[p]}(const void* A, const void* B, float* C, int M, int N, int K{params})\n"
+            f"{{\n    {call}<{args}, {KINDS[p]}>(A, B, C, M, N, K{extra});\n}}\n"
             for p in self.precisions)
 
 
@@ -117,6 +122,8 @@ CONFIGS = (
     TcConfig(128, 256, 16, 64, 64, 4, True, True, True, precisions=("TF32",)),
     TcConfig(128, 256, 32, 64, 64, 4, True, True, True, INNER=True),    # + inner tiles copied without checks
     TcConfig(128, 256, 16, 64, 64, 4, True, True, True, INNER=True, precisions=("TF32",)),
+    TcConfig(128, 256, 32, 64, 64, 4, True, True, True, INNER=True, TAIL=True),      # + a stream-K last wave
+    TcConfig(128, 256, 16, 64, 64, 4, True, True, True, INNER=True, TAIL=True, precisions=("TF32",)),
 )
 """Every configuration compiled into the course's unit (each one compiles without spills on sm_75-sm_90)."""
 

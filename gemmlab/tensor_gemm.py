@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks, compiler, device, gpu, verify
+from . import checks, compiler, device, gpu, tail, verify
 from .mma import bf16_to_f32, to_bf16_bits, to_tf32
 from .gemm import DeviceProblem, GemmKernel
 from .tc_configs import CONFIGS, ELEMENT_BYTES, SIXTEEN_BIT, SOURCE, SUFFIXES, TcConfig
@@ -125,6 +125,11 @@ class TensorGemmKernel(GemmKernel):
     shared_before_sm80: int | None = None
     """The dynamic shared memory where the kernel is compiled for an architecture older than sm_80 (a shorter ring
     of tiles there); None: ``dynamic_shared`` everywhere."""
+    config: TcConfig | None = None
+    """The configuration of ``tc_gemm`` behind an ``mma.sync`` kernel (None for WMMA)."""
+    tail_whole: int | None = None
+    """For a ``TAIL`` configuration: tiles to run whole whatever :func:`gemmlab.tail.split` would choose, the rest
+    shared (the tests force odd splits so); None: the launcher's rule."""
 
     @property
     def entry_point(self) -> str:
@@ -176,8 +181,30 @@ class TensorGemmKernel(GemmKernel):
             raise RuntimeError(f"{self.name}: compiled for {compiled.arch}, which has no {self.precision} tensor-core "
                                "instruction (GEMMLAB_ARCH names an older architecture than BF16 and TF32 need, 8.0)")
         shared = self.shared_for(compiler.capability(compiled.arch))
+        if self.config is not None and self.config.TAIL:
+            self._launch_tail(compiled, shared, a_ptr, b_ptr, c_ptr, M, N, K)
+            return
         fn = compiled.prepared(self.entry_point, "PPPiii", shared)
         fn.prepared_call(self.grid(M, N), self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K, shared_size=shared)
+
+    def tail_split(self, M: int, N: int, K: int, sms: int) -> tail.Split:
+        """How a ``TAIL`` kernel divides the tiles of an M x N x K product on ``sms`` SMs (:func:`gemmlab.tail.split`)."""
+        c = self.config
+        if c is None or not c.TAIL:
+            raise ValueError(f"{self.name} shares no last wave: only a TAIL configuration has a split")
+        tiles, k_tiles = tail.tiles_of(M, N, K, c.BM, c.BN, c.BK, PAD_BYTES // ELEMENT_BYTES[self.precision])
+        return tail.split(tiles, k_tiles, sms, self.tail_whole)
+
+    def _launch_tail(self, compiled, shared: int, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int) -> None:
+        """The whole tiles and the shared ones in one grid (1-D), after C's shared tiles are set to zero."""
+        s = self.tail_split(M, N, K, device.current().sms)
+        if s.units:
+            zero = compiled.prepared("tc_tail_zero", "Piiiii", 0)
+            zero.prepared_call((s.shared_tiles, 1, 1), (256, 1, 1), int(c_ptr), M, N, self.config.BM, self.config.BN,
+                               s.whole)
+        fn = compiled.prepared(self.entry_point, "PPPiiiii", shared)
+        fn.prepared_call((s.blocks, 1, 1), self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K, s.whole, s.units,
+                         shared_size=shared)
 
     def on_device(self, A: np.ndarray, B: np.ndarray, extra_shared: int = 0) -> DeviceProblem:
         gpu.cuda()
@@ -210,4 +237,4 @@ def mma_kernel(config: TcConfig, precision: str = "FP16", name: str | None = Non
     return TensorGemmKernel(name or f"{config.function}_{PRECISIONS[precision]}", 8, SOURCE, config.function,
                             (config.threads, 1, 1), (config.BM, config.BN), "mma.sync + ldmatrix", precision=precision,
                             dynamic_shared=config.shared_bytes(precision),
-                            shared_before_sm80=config.shared_bytes(precision, (7, 5)))
+                            shared_before_sm80=config.shared_bytes(precision, (7, 5)), config=config)

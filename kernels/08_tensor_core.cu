@@ -145,17 +145,22 @@ __device__ __forceinline__ int chunk_offset(int row, int chunk)
 }
 // [/swizzle]
 
-// Block (bm, bn) for this blockIdx: TC_GROUP block rows at a time, column by column, so that the blocks running
-// together read a few rows of A and columns of B many times over from the L2.
-__device__ __forceinline__ void block_coords(int M, int N, int BM, int BN, int& bm, int& bn)
+// Tile (bm, bn) number `id` of C's tiles: TC_GROUP block rows at a time, column by column, so that the blocks
+// running together read a few rows of A and columns of B many times over from the L2.
+__device__ __forceinline__ void tile_coords(int M, int N, int BM, int BN, int id, int& bm, int& bn)
 {
     const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
-    const int id = blockIdx.y * gridDim.x + blockIdx.x;
     const int first = id / (TC_GROUP * grid_n) * TC_GROUP;
     const int rows = min(grid_m - first, TC_GROUP);
     const int in_group = id % (TC_GROUP * grid_n);
     bm = first + in_group % rows;
     bn = in_group / rows;
+}
+
+// The tile of this block: tile number blockIdx, in the order of tile_coords.
+__device__ __forceinline__ void block_coords(int M, int N, int BM, int BN, int& bm, int& bn)
+{
+    tile_coords(M, N, BM, BN, blockIdx.y * gridDim.x + blockIdx.x, bm, bn);
 }
 
 // Two FP32 results of one lane (row r, columns c and c + 1) into C, as one float2 where that is legal.
@@ -172,11 +177,31 @@ __device__ __forceinline__ void store_pair(float* C, int M, int N, int r, int c,
     }
 }
 
+// The same two results added into C, for a tile whose K-tiles several blocks share (TAIL).
+__device__ __forceinline__ void add_pair(float* C, int M, int N, int r, int c, float v0, float v1)
+{
+    if (r >= M)
+        return;
+    float* p = C + static_cast<size_t>(r) * N + c;
+    if (c < N) atomicAdd(p, v0);
+    if (c + 1 < N) atomicAdd(p + 1, v1);
+}
+
+// K-tiles of BK elements in a row of A padded as the launcher pads it (8 16-bit or 4 TF32 elements per 16 bytes).
+template <int BK, int KIND>
+__device__ __forceinline__ int k_tiles(int K)
+{
+    constexpr int PER_CHUNK = KIND == TF32 ? 4 : 8;
+    return ((K + PER_CHUNK - 1) / PER_CHUNK * PER_CHUNK + BK - 1) / BK;
+}
+
 // [tc_gemm]
+// K-tiles kt_lo .. kt_hi - 1 of C's tile (bm, bn): stored into C, or with `add` added to what C holds (TAIL, below).
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool SWIZZLE, bool ASYNC, bool PREFETCH, bool SPREAD, bool INNER,
           int KIND>
 __device__ __forceinline__ void tc_gemm(const unsigned char* __restrict__ A, const unsigned char* __restrict__ B,
-                                        float* __restrict__ C, int M, int N, int K)
+                                        float* __restrict__ C, int M, int N, int K, int bm, int bn, int kt_lo,
+                                        int kt_hi, bool add)
 {
     constexpr int WARPS_N = BN / WN, THREADS = 32 * (BM / WM) * WARPS_N;
     constexpr int MI = WM / 16, NI = WN / 8;                   // m16 and n8 fragments per warp
@@ -200,8 +225,6 @@ __device__ __forceinline__ void tc_gemm(const unsigned char* __restrict__ A, con
     extern __shared__ __align__(128) unsigned char smem[];
     const int lda = (K + PER_CHUNK - 1) / PER_CHUNK * PER_CHUNK;          // elements per row of A
     const int ldb = B_KMAJOR ? lda : (N + PER_CHUNK - 1) / PER_CHUNK * PER_CHUNK;
-    int bm, bn;
-    block_coords(M, N, BM, BN, bm, bn);
     const int m0 = bm * BM, n0 = bn * BN;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int wm0 = warp / WARPS_N * WM, wn0 = warp % WARPS_N * WN;
@@ -229,16 +252,18 @@ __device__ __forceinline__ void tc_gemm(const unsigned char* __restrict__ A, con
     const size_t a_step = static_cast<size_t>(A_STEP) * lda * ELEM, b_step = static_cast<size_t>(B_STEP) * ldb * ELEM;
     // The inner copies' sources, carried from tile to tile rather than recomputed from k0: load_tile runs for
     // kt = 0, 1, 2, ... in order (a tile's parts in order too), and a block's unchecked tiles come first, so
-    // they point at tile kt whenever it takes the unchecked path. Recomputed per tile, their registers were
-    // handed on while a copy still had to read them (results/carried-pointers-h200.txt: 2.5-3% faster so).
-    const unsigned char* pa_k = a_src;
-    const unsigned char* pb_k = b_src;
+    // they point at tile kt whenever it takes the unchecked path. Carried, the kernel is 2.5-3% faster
+    // (results/carried-pointers-h200.txt); recomputed, their registers were reused a few instructions after the copies.
     const size_t b_kstep = static_cast<size_t>(BK) * (B_KMAJOR ? 1 : ldb) * ELEM;
+    const unsigned char* pa_k = a_src + static_cast<size_t>(kt_lo) * BK * ELEM;
+    const unsigned char* pb_k = b_src + kt_lo * b_kstep;
     auto load_tile = [&](int kt, int stage, int part, int parts) {
         unsigned char* as = smem + stage * STAGE;
         unsigned char* bs = as + BM * A_ROW;
-        const int k0 = kt * BK;
-        if (inner && k0 + BK <= K) {
+        const int k0 = (kt_lo + kt) * BK;       // kt counts from the first K-tile of this call
+        // if constexpr: without INNER nothing of this path is compiled (the captured pointers alone changed nvcc's
+        // code for the other configurations, and cost tc_mma 5-8%)
+        if constexpr (INNER) if (inner && k0 + BK <= K) {
             const unsigned char* pa = pa_k;
             const unsigned char* pb = pb_k;
             if (part == parts - 1) { pa_k += BK * ELEM; pb_k += b_kstep; }
@@ -335,7 +360,7 @@ __device__ __forceinline__ void tc_gemm(const unsigned char* __restrict__ A, con
     // loaded before the mma of step kk, across tiles too: the wait and the barrier for tile kt + 1 come at the
     // last k-step of tile kt, before its first fragments are read. With SPREAD the copies of tile kt + RING - 1
     // are issued a share per k-step of tile kt, between the mma, and committed as one group at its last k-step.
-    const int tiles = (lda + BK - 1) / BK;
+    const int tiles = kt_hi - kt_lo;
 #pragma unroll
     for (int s = 0; s < RING - 1; ++s) {
         if (s < tiles)
@@ -392,12 +417,78 @@ __device__ __forceinline__ void tc_gemm(const unsigned char* __restrict__ A, con
 #pragma unroll
         for (int j = 0; j < NI; ++j) {
             const int r = m0 + wm0 + 16 * i + lane / 4, c = n0 + wn0 + 8 * j + 2 * (lane % 4);
-            store_pair(C, M, N, r, c, acc[i][j][0], acc[i][j][1]);
-            store_pair(C, M, N, r + 8, c, acc[i][j][2], acc[i][j][3]);
+            if (add) {
+                add_pair(C, M, N, r, c, acc[i][j][0], acc[i][j][1]);
+                add_pair(C, M, N, r + 8, c, acc[i][j][2], acc[i][j][3]);
+            } else {
+                store_pair(C, M, N, r, c, acc[i][j][0], acc[i][j][1]);
+                store_pair(C, M, N, r + 8, c, acc[i][j][2], acc[i][j][3]);
+            }
         }
     // [/epilogue]
 }
 // [/tc_gemm]
+
+// One block, one whole tile: the tile of this block, all of K, stored.
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool SWIZZLE, bool ASYNC, bool PREFETCH, bool SPREAD, bool INNER,
+          int KIND>
+__device__ __forceinline__ void tc_tile(const void* A, const void* B, float* C, int M, int N, int K)
+{
+    int bm, bn;
+    block_coords(M, N, BM, BN, bm, bn);
+    tc_gemm<BM, BN, BK, WM, WN, STAGES, SWIZZLE, ASYNC, PREFETCH, SPREAD, INNER, KIND>(
+        static_cast<const unsigned char*>(A), static_cast<const unsigned char*>(B), C, M, N, K, bm, bn, 0,
+        k_tiles<BK, KIND>(K), false);
+}
+
+// [tail]
+// TAIL: a stream-K tail. Tiles 0 .. full_tiles - 1 (whole waves of them) run one block each, as tc_tile runs them.
+// The K-tiles of the tiles left over, the last wave's, are shared out evenly over `units` more blocks: block u runs
+// K-tiles [u * work / units, (u + 1) * work / units) of their sequence (tile by tile, K-tile by K-tile), through
+// one, two or more tiles, and adds each part into C, which tc_tail_zero set to zero there first. The adds meet in
+// an order that varies between launches, so the last bits of those tiles may vary too (as chapter 7's split-K).
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool SWIZZLE, bool ASYNC, bool PREFETCH, bool SPREAD, bool INNER,
+          int KIND>
+__device__ __forceinline__ void tc_tail(const void* A, const void* B, float* C, int M, int N, int K, int full_tiles,
+                                        int units)
+{
+    const auto* a = static_cast<const unsigned char*>(A);
+    const auto* b = static_cast<const unsigned char*>(B);
+    const int kpt = k_tiles<BK, KIND>(K);
+    int bm, bn;
+    if (static_cast<int>(blockIdx.x) < full_tiles) {
+        block_coords(M, N, BM, BN, bm, bn);
+        tc_gemm<BM, BN, BK, WM, WN, STAGES, SWIZZLE, ASYNC, PREFETCH, SPREAD, INNER, KIND>(a, b, C, M, N, K, bm, bn, 0,
+                                                                                         kpt, false);
+        return;
+    }
+    const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+    const long long u = blockIdx.x - full_tiles, work = static_cast<long long>(tiles - full_tiles) * kpt;
+    long long lo = u * work / units;
+    const long long hi = (u + 1) * work / units;
+    while (lo < hi) {
+        const int t = static_cast<int>(lo / kpt), kt = static_cast<int>(lo % kpt);
+        const long long end = min(hi, static_cast<long long>(t + 1) * kpt);
+        tile_coords(M, N, BM, BN, full_tiles + t, bm, bn);
+        tc_gemm<BM, BN, BK, WM, WN, STAGES, SWIZZLE, ASYNC, PREFETCH, SPREAD, INNER, KIND>(
+            a, b, C, M, N, K, bm, bn, kt, kt + static_cast<int>(end - lo), true);
+        lo = end;
+        __syncthreads();        // the next part's copies reuse the stages this part's last fragments came from
+    }
+}
+
+// Before tc_tail: the tiles from full_tiles on (one block of 256 threads each) set to zero, for the adds.
+extern "C" __global__ void __launch_bounds__(256) tc_tail_zero(float* C, int M, int N, int BM, int BN, int full_tiles)
+{
+    int bm, bn;
+    tile_coords(M, N, BM, BN, full_tiles + blockIdx.x, bm, bn);
+    for (int e = threadIdx.x; e < BM * BN; e += blockDim.x) {
+        const int r = bm * BM + e / BN, c = bn * BN + e % BN;
+        if (r < M && c < N)
+            C[static_cast<size_t>(r) * N + c] = 0.0f;
+    }
+}
+// [/tail]
 
 // [wmma]
 // The first step: the CUDA C++ WMMA API. A block of 256 threads (8 warps, 4 x 2) computes 128 x 128 of C; each

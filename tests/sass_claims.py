@@ -3,7 +3,7 @@ the GPU tests apply them to the SASS of the cubin that ran, test_sass.py to nvcc
 with no GPU. Each returns the claims that do not hold, as sentences; an empty list when all hold."""
 
 HOPPER_OPS = ("HGMMA", "UTMALDG", "UTMASTG", "UTMAREDG", "STG", "LDL", "STL")
-TENSOR_OPS = ("HMMA", "LDSM", "LDGSTS", "LDG", "STS", "BAR")
+TENSOR_OPS = ("HMMA", "LDSM", "LDGSTS", "LDG", "STS", "BAR", "REDG")
 
 
 def _total(counts: dict, prefix: str) -> int:
@@ -33,7 +33,8 @@ def tensor_ladder_problems(counts: dict[str, dict]) -> list[str]:
     ``tc_async`` replaces the 16 LDG.E.128 and 16 STS.128 of the copies by 16 LDGSTS, and ``tc_stages`` has more of
     them; every mma.sync kernel issues one LDSM per 4 HMMA.16816, the prefetching ones 8 more for the first fragments;
     ``tc_inner`` has ``tc_wide``'s multiplier and fragment loads, and each copy twice (unchecked for inner tiles,
-    checked at the edges)."""
+    checked at the edges); ``tc_tail`` (where present) holds ``tc_inner``'s loop twice, for its whole tiles and for
+    the shared parts, and adds the parts into C with REDG (a reduction in the L2, no value returned)."""
     out = []
     if not _total(counts["tc_wmma"], "HMMA") or not _total(counts["tc_wmma"], "LDSM"):
         out.append("WMMA does not compile to HMMA and LDSM")
@@ -52,6 +53,10 @@ def tensor_ladder_problems(counts: dict[str, dict]) -> list[str]:
     if any(_total(inner, op) != _total(wide, op) for op in ("HMMA", "LDSM")) or \
             _total(inner, "LDGSTS") != 2 * _total(wide, "LDGSTS"):
         out.append("tc_inner is not tc_wide with each copy twice")
+    if "tc_tail" in counts:
+        tail = counts["tc_tail"]
+        if any(_total(tail, op) != 2 * _total(inner, op) for op in ("HMMA", "LDSM", "LDGSTS")) or not _total(tail, "REDG"):
+            out.append("tc_tail is not tc_inner's loop twice with REDG adds")
     return out
 
 

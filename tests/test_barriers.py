@@ -48,6 +48,27 @@ __global__ void k(float* x) {
     __syncthreads();
     x[0] = acc[0];
 }""",
+    "return under a condition that mixes the block's and the thread's index": """
+__global__ void k(float* x, int n) {
+    if (blockIdx.x * blockDim.x + threadIdx.x >= n) return;
+    __syncthreads();
+}""",
+    "return under a uniform if, inside a condition on the thread": """
+__global__ void k(float* x, int n) {
+    if (threadIdx.x < 32) { if (blockIdx.x < n) return; }
+    __syncthreads();
+}""",
+    "return under a condition on a local (counted as the thread's own)": """
+__global__ void k(float* x, int n) {
+    const int b = blockIdx.x;
+    if (b >= n) return;
+    __syncthreads();
+}""",
+    "return under a condition that reads memory": """
+__global__ void k(float* x, int n) {
+    if (x[blockIdx.x] < 0) return;
+    __syncthreads();
+}""",
     "asm exit before the barrier": """
 __global__ void k(float* x) {
     if (x[0] > 0) asm volatile("exit;");
@@ -84,6 +105,26 @@ __global__ void k(float* x, int n) {
         x[t] = 0;
     };
     load(threadIdx.x);
+    __syncthreads();
+}""",
+    "a whole block leaving under a uniform condition (chapter 8's tc_tail)": """
+#define TILES 4
+__device__ void part(float* x, int k) { __syncthreads(); x[k] = 1; }
+template <int BM>
+__device__ void tail(float* x, int M, int whole) {
+    if (static_cast<int>(blockIdx.x) < whole) {
+        part(x, 0);
+        return;
+    }
+    for (int i = 0; i < TILES; ++i) { part(x, i); __syncthreads(); }
+}
+__global__ void k(float* x, int n) {
+    if (blockIdx.y * BM_ROWS >= n && gridDim.x > 1) return;
+    tail<128>(x, n, 3);
+}""",
+    "return in the else of a uniform if": """
+__global__ void k(float* x, int n) {
+    if (blockIdx.x < n) { x[0] = 1; } else { return; }
     __syncthreads();
 }""",
     "return in another function than the barrier": """

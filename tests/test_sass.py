@@ -73,6 +73,9 @@ def test_the_claims_can_fail():
     assert tensor_ladder_problems(ladder) == []
     once = {**ladder, "tc_inner": ladder["tc_wide"]}                      # no second, unchecked copy
     assert tensor_ladder_problems(once) == ["tc_inner is not tc_wide with each copy twice"]
+    tail = {op: 2 * n for op, n in ladder["tc_inner"].items()}
+    assert tensor_ladder_problems({**ladder, "tc_tail": {**tail, "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU": 128}}) == []
+    assert tensor_ladder_problems({**ladder, "tc_tail": tail}) == ["tc_tail is not tc_inner's loop twice with REDG adds"]
     broken = {**ladder, "tc_async": {**ladder["tc_async"], "LDG.E.128": 2}}
     assert tensor_ladder_problems(broken) == ["tc_async does not copy with 16 LDGSTS alone"]
     plain = {"LDS": 64, "LDS.128": 16, "STS": 4, "FFMA": 64}               # two phases of the tiled kernel

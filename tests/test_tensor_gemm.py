@@ -154,11 +154,11 @@ def test_tensor_peaks_match_the_datasheets():
 def test_chapter_8_ladders_by_precision():
     from gemmlab import registry
     f16, tf32 = registry.tensor_kernels("FP16"), registry.tensor_kernels("TF32")
-    assert list(f16)[0] == "tc_wmma_f16" and list(f16)[-1] == "tc_inner_f16"
+    assert list(f16)[0] == "tc_wmma_f16" and list(f16)[-2:] == ["tc_inner_f16", "tc_tail_f16"]
     assert all(k.precision == "FP16" and k.input_precision == "FP16" for k in f16.values())
-    assert [k.entry_point for k in f16.values()][1:] == [f"{c.function}_f16" for c in (*CONFIGS[:6], CONFIGS[12])]
+    assert [k.entry_point for k in f16.values()][1:] == [f"{c.function}_f16" for c in (*CONFIGS[:6], CONFIGS[12], CONFIGS[14])]
     assert list(registry.tensor_kernels("BF16")) == [n.replace("_f16", "_bf16") for n in f16]
-    assert list(tf32) == ["tc_prefetch_tf32", "tc_wide_tf32", "tc_inner_tf32"]
+    assert list(tf32) == ["tc_prefetch_tf32", "tc_wide_tf32", "tc_inner_tf32", "tc_tail_tf32"]
     assert all("TF32" in tc_configs.config(k.function).precisions for k in tf32.values())
     known = registry.known()
     assert "tc_prefetch_bf16" in known and "tc_mma_128x256x16_64x64_s4_swz_async_pf_tf32" in known

@@ -15,11 +15,13 @@ assert not wrong, wrong
 """
 
 CHECK_TENSOR = """
+from dataclasses import replace
 from gemmlab import compiler, tc_configs, tensor_gemm, verify
 A, B = verify.random_operands(150, 260, 100)      # several blocks, several K-tiles through the ring, ragged edges
 arch = compiler.capability(compiler.target())
 kernels = [tensor_gemm.wmma_kernel(p) for p in tc_configs.SIXTEEN_BIT] + [
     tensor_gemm.mma_kernel(c, p) for c in tc_configs.CONFIGS for p in c.precisions]
+kernels += [replace(k, tail_whole=1) for k in kernels if k.config and k.config.TAIL]   # the shared tail's adds too
 ran = [k for k in kernels if tensor_gemm.supports(k.precision, arch)]
 wrong = [k.name for k in ran if not verify.Reference(tensor_gemm.rounded(A, k.precision),
                                                      tensor_gemm.rounded(B, k.precision)).check(k(A, B)).ok]
