@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU work for the drafts (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
-# Next (drafts/README.md, "Still waiting"): L (about 120 s), then the kernel-header edit with B 08, C 08 (one command
-#   each). Every part also reproduces a file in results/ (2026-12-02).
+# Next (drafts/README.md, "Still waiting"): L (about 120 s); then git apply drafts/08_tensor_core_next.patch and
+#   B 08, C 08 (one command each). Every part also reproduces a file in results/ (2026-12-02).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json; about 340 s)
 #   B  execute a chapter (third argument, its number; 09 by default: about 245 s, 08: about 265 s), the notebook back
 #      as nb-NN.tgz; here afterwards: tar xzf FILES_AT/nb-NN.tgz
