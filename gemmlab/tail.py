@@ -17,7 +17,7 @@ per unit, 15% slower). Hence the rule: share only a last wave under :data:`FILL_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import shapes
 
@@ -59,6 +59,11 @@ class Split:
         left = self.tiles % self.sms
         return left / self.sms if left else 1.0
 
+    @property
+    def last_wave_share(self) -> float:
+        """K-tiles per unit, were the last wave's tiles shared over ``sms`` units (what :data:`MIN_SHARE` bounds)."""
+        return self.tiles % self.sms * self.k_tiles / self.sms
+
     def waves(self) -> float:
         """The time of the launch in waves of whole tiles, counting a shared K-tile as its share of a tile and
         nothing for the adds: a full wave per ``sms`` whole tiles begun, plus the units' share."""
@@ -67,13 +72,6 @@ class Split:
     def waves_unshared(self) -> int:
         """The same product with one block per tile: every wave, the last one too, takes a whole wave's time."""
         return shapes.Waves(self.tiles, self.sms).waves
-
-
-def tiles_of(M: int, N: int, K: int, BM: int, BN: int, BK: int, pad: int) -> tuple[int, int]:
-    """C's tiles of ``BM x BN`` and the K-tiles of ``BK`` in each, for rows of A padded to a multiple of ``pad``
-    elements (as the launcher pads them: :data:`gemmlab.tensor_gemm.PAD_BYTES`)."""
-    padded = -(-K // pad) * pad
-    return shapes.tiles(M, N, (BM, BN)), -(-padded // BK)
 
 
 def split(tiles: int, k_tiles: int, sms: int, whole: int | None = None) -> Split:
@@ -86,10 +84,10 @@ def split(tiles: int, k_tiles: int, sms: int, whole: int | None = None) -> Split
         if not 0 <= whole <= tiles:
             raise ValueError(f"whole tiles must lie in 0..{tiles}, got {whole}")
         return Split(tiles, k_tiles, sms, whole, sms if whole < tiles else 0)
-    left = tiles % sms
-    if left == 0 or left >= FILL_LIMIT * sms or left * k_tiles < MIN_SHARE * sms:
-        return Split(tiles, k_tiles, sms, tiles, 0)
-    return Split(tiles, k_tiles, sms, tiles - left, sms)
+    unshared = Split(tiles, k_tiles, sms, tiles, 0)
+    if unshared.last_wave_fill >= FILL_LIMIT or unshared.last_wave_share < MIN_SHARE:
+        return unshared
+    return replace(unshared, whole=tiles - tiles % sms, units=sms)
 
 
 def parts(s: Split, unit: int) -> list[tuple[int, int, int]]:

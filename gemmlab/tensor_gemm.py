@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks, compiler, device, gpu, tail, verify
+from . import checks, compiler, device, gpu, shapes, tail, verify
 from .mma import bf16_to_f32, to_bf16_bits, to_tf32
 from .gemm import DeviceProblem, GemmKernel
-from .tc_configs import CONFIGS, ELEMENT_BYTES, SIXTEEN_BIT, SOURCE, SUFFIXES, TcConfig
+from .tc_configs import ELEMENT_BYTES, SIXTEEN_BIT, SOURCE, SUFFIXES, TcConfig
 
 PRECISIONS = SUFFIXES
 """The input formats of the tensor-core kernels and the suffix of their entry points."""
@@ -192,16 +192,15 @@ class TensorGemmKernel(GemmKernel):
         c = self.config
         if c is None or not c.TAIL:
             raise ValueError(f"{self.name} shares no last wave: only a TAIL configuration has a split")
-        tiles, k_tiles = tail.tiles_of(M, N, K, c.BM, c.BN, c.BK, PAD_BYTES // ELEMENT_BYTES[self.precision])
-        return tail.split(tiles, k_tiles, sms, self.tail_whole)
+        k_tiles = -(-padded_length(K, self.precision) // c.BK)
+        return tail.split(shapes.tiles(M, N, self.tile), k_tiles, sms, self.tail_whole)
 
     def _launch_tail(self, compiled, shared: int, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int) -> None:
         """The whole tiles and the shared ones in one grid (1-D), after C's shared tiles are set to zero."""
         s = self.tail_split(M, N, K, device.current().sms)
         if s.units:
             zero = compiled.prepared("tc_tail_zero", "Piiiii", 0)
-            zero.prepared_call((s.shared_tiles, 1, 1), (256, 1, 1), int(c_ptr), M, N, self.config.BM, self.config.BN,
-                               s.whole)
+            zero.prepared_call((s.shared_tiles, 1, 1), (256, 1, 1), int(c_ptr), M, N, *self.tile, s.whole)
         fn = compiled.prepared(self.entry_point, "PPPiiiii", shared)
         fn.prepared_call((s.blocks, 1, 1), self.block, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K, s.whole, s.units,
                          shared_size=shared)

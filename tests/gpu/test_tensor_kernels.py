@@ -102,14 +102,14 @@ def test_the_rule_shares_a_thin_last_wave_on_this_gpu(dirty_memory):
     if not runnable(k):
         pytest.skip(f"no FP16 kernels with {compiler.target()}")
     sms, c = device.current().sms, k.config
-    left = max(1, int(0.3 * sms))
+    left = max(1, int(tail.FILL_LIMIT / 2 * sms))
     k_tiles = -(-tail.MIN_SHARE * sms // left)
     M, N, K = c.BM, c.BN * left, c.BK * k_tiles
     assert k.tail_split(M, N, K, sms).units == sms
     A, B = verify.random_operands(M, N, K, seed=11)
     C = k(A, B)
     assert tensor_gemm.reference(A, B, "FP16").check(C).ok
-    inner = tensor_gemm.mma_kernel(tc_configs.config(c.function.replace("_tail", "")), "FP16")
+    inner = tensor_gemm.mma_kernel(replace(c, TAIL=False), "FP16")
     assert np.allclose(C, inner(A, B), rtol=1e-4, atol=1e-3)
 
 
