@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU work for the drafts (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
-# Next (drafts/README.md, "Still waiting"): L (about 120 s); then git apply drafts/08_tensor_core_next.patch and
-#   B 08, C 08 (one command each). Every part also reproduces a file in results/ (2026-12-02).
+# Next (drafts/README.md, "Still waiting"): U (about 60 s); git apply drafts/08_mma_probe_next.patch, then B 08,
+#   C 08 (one command each), A and T. Every part also reproduces a file in results/ (2026-12-02).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json; about 340 s)
 #   B  execute a chapter (third argument, its number; 09 by default: about 245 s, 08: about 265 s), the notebook back
 #      as nb-NN.tgz; here afterwards: tar xzf FILES_AT/nb-NN.tgz
@@ -34,12 +34,19 @@
 #      the variants on the kernel before the carried source pointers; about 60 s)
 #   L  issue #17: chapter 8's last two steps, tc_inner and tc_tail, interleaved with cuBLAS at 8192^3 and 4096^3 (the
 #      bench's --interleaved, FP16 then BF16; bench-tail-*.json): the shared wave at equal clocks, as published
+#   U  issue #17: tc_inner with its inner tiles copied one row per thread by cp.async.bulk into rows padded instead of
+#      swizzled, completing on an mbarrier per stage (drafts/08_bulk_copy_experiment.py; checked at awkward sizes, then
+#      interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16; never run yet: a wrong byte count would hang,
+#      hence the time limit; about 60 s)
+#   V  issue #17: chapter 8's mma.sync probe against the same loop with registers of its own per chain, values near
+#      1.0 or random, short and sustained (clock and power), and tc_tail at 8192^3 (drafts/08_probe_data_experiment.py
+#      --kernels; results/probe-data-h200.txt; about 70 s)
 #   X  chapter 8's four experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups;
 #      results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt, tail-group-tc-inner-h200.txt, measured
 #      on tc_inner before the carried source pointers; about 300 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|Q|S|T|W|X|Y [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|Q|S|T|W|X|Y [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|Q|S|T|U|V|W|X|Y [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|Q|S|T|U|V|W|X|Y [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -103,11 +110,13 @@ case $part in
          --sizes 8192 4096 --interleaved --json "$out/bench-tail-fp16.json"
      run bench-tail-BF16 250 python3 -m gemmlab bench --precision BF16 --kernels tc_inner_bf16 tc_tail_bf16 \
          --sizes 8192 4096 --interleaved --json "$out/bench-tail-bf16.json" ;;
+  U) run bulk-copy 240 python3 drafts/08_bulk_copy_experiment.py ;;
+  V) run probe-data 200 python3 drafts/08_probe_data_experiment.py --kernels ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, F, G, H, L, Q, S, T, W, X or Y)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, F, G, H, L, Q, S, T, U, V, W, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"

@@ -20,6 +20,8 @@
 //        SPREAD   the next tile's cp.async copies issued a share per k-step instead of all at once;
 //        INNER    a block wholly inside C copies its whole K-tiles without bounds checks, from source
 //                 pointers carried along K;
+//        TAIL     the tiles of a half-empty last wave shared out over one block per SM (stream-K, tc_tail below;
+//                 two more parameters, and C's shared tiles zeroed first by tc_tail_zero);
 //        BM x BN x BK block tile, WM x WN warp tile.
 //   <type>: f16, bf16 or tf32. On sm_75 (a T4) there is no BF16 or TF32 tensor-core instruction: those entry points
 //   stop with a trap there, and the launcher refuses them before that.

@@ -1,0 +1,178 @@
+# Chapter 8's main loop loses 17% to its copies (the steady-state table: 611.5 -> 508.7 TFLOP/s), 78.7% of the
+# probe without moves (results/probe-data-h200.txt), and what costs is their number, not their bytes: half as many
+# 16-byte copies made the loop 4.5% faster, 4- and 8-byte ones ran as fast as 16 (results/copy-path-h200.txt). A
+# 128 x 256 block moves 24 KiB per tile in 48 warp-wide cp.async instructions (6 per warp). On sm_90 one thread can
+# copy a whole row with cp.async.bulk (the copy engine's plain form, no tensor map): here thread t < 128 copies row
+# t of the A tile (64 bytes) and the next 32 threads a row of the B tile (512 bytes) each, 5 warp instructions per
+# tile, completing on an mbarrier per stage (thread 0 tells it the tile's bytes) instead of cp.async.wait_group.
+# A bulk copy writes its row as it is, so the 16-byte chunks cannot be swizzled: the rows are padded by 16 bytes
+# instead (80 and 528 bytes apart), which keeps every ldmatrix free of bank conflicts, as chapter 4's padding did
+# (eight rows at one chunk fall on eight different 16-byte bank groups: 5r and 33r mod 8 differ for r = 0..7).
+# Edge tiles keep the checked 16-byte cp.async copies, into the padded layout, and thread 0 arrives on the stage's
+# mbarrier without bytes.
+#   bulk    tc_inner (FP16, BF16) with its inner tiles copied by rows, rows padded instead of swizzled
+# Only tc_inner's configuration (one call of tc_gemm per block; the tail's repeated calls would initialise the
+# mbarriers again while in use). Compiled here (--compile): registers, spills, the main loop's instructions. On an
+# sm_90 GPU: checked at awkward sizes, then timed interleaved against tc_inner at 8192^3 and 4096^3 (about 60 s):
+#   timeout 240 python3 drafts/08_bulk_copy_experiment.py [--compile]
+import argparse, re, sys, tempfile
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from gemmlab import compile_units, compiler, device, gpu, tc_configs, tensor_gemm
+from drafts.variants import CHECK_SIZES, TC_INNER, check_and_time, kernel_variant
+
+HELPERS = ("// [copy16]\n", r"""// BULK (drafts/08_bulk_copy_experiment.py): an mbarrier per stage and one bulk copy per row, sm_90.
+__device__ __forceinline__ void bulk_bar_init(uint64_t* bar)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(bar)));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");    // visible to the copy engine
+}
+__device__ __forceinline__ void bulk_bar_expect(uint64_t* bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_bar_arrive(uint64_t* bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void bulk_bar_wait(uint64_t* bar, unsigned parity)
+{
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void bulk_row(void* dst, const void* src, unsigned bytes, uint64_t* bar)
+{
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)) : "memory");
+}
+
+// [copy16]
+""")
+EDITS = [
+    HELPERS,
+    # rows padded by 16 bytes instead of swizzled (every use of a row pitch below follows)
+    ("""    if constexpr (SWIZZLE)
+        chunk ^= (row / ROWS_PER_LINE) % SPAN;
+    return row * ROW + chunk * 16;""", """    (void)ROWS_PER_LINE, (void)SPAN;
+    return row * (ROW + 16) + chunk * 16;"""),
+    ("    constexpr int STAGE = BM * A_ROW + B_ROWS * B_ROW;", "    constexpr int STAGE = BM * (A_ROW + 16) + B_ROWS * (B_ROW + 16);"),
+    ("        unsigned char* bs = as + BM * A_ROW;", "        unsigned char* bs = as + BM * (A_ROW + 16);"),
+    ("            const unsigned char* pa = pa_k;\n", """            static_assert(!SPREAD && !B_KMAJOR, "the bulk draft: tc_inner's 16-bit configuration only");
+            if (threadIdx.x == 0)
+                bulk_bar_expect(&full[stage], BM * A_ROW + B_ROWS * B_ROW);
+            if (bulk_a || bulk_b)
+                bulk_row(smem + stage * STAGE + bulk_dst, bulk_k, bulk_a ? A_ROW : B_ROW, &full[stage]);
+            bulk_k += bulk_a ? BK * ELEM : b_kstep;
+            return;
+            const unsigned char* pa = pa_k;
+"""),
+    ("""            return;
+        }
+#pragma unroll
+        for (int q = 0; q < A_PER + B_PER; ++q) {""", """            return;
+        }
+        if (threadIdx.x == 0)
+            bulk_bar_arrive(&full[stage]);   // an edge tile: checked copies, no bytes for the mbarrier
+#pragma unroll
+        for (int q = 0; q < A_PER + B_PER; ++q) {"""),
+    ("""    auto load_tile = [&](int kt, int stage, int part, int parts) {""",
+     """    // BULK: thread t < BM copies row t of the A tile, the next B_ROWS threads a row of the B tile each.
+    __shared__ __align__(8) uint64_t full[RING];
+    if (threadIdx.x == 0)
+        for (int s = 0; s < RING; ++s)
+            bulk_bar_init(&full[s]);
+    __syncthreads();
+    const bool bulk_a = threadIdx.x < BM, bulk_b = !bulk_a && threadIdx.x < BM + B_ROWS;
+    const int bulk_dst = bulk_a ? threadIdx.x * (A_ROW + 16) : BM * (A_ROW + 16) + (threadIdx.x - BM) * (B_ROW + 16);
+    const unsigned char* bulk_k = bulk_a
+        ? A + (static_cast<size_t>(m0 + threadIdx.x) * lda + static_cast<size_t>(kt_lo) * BK) * ELEM
+        : B + (static_cast<size_t>(kt_lo) * BK + (threadIdx.x - BM)) * ldb * ELEM + static_cast<size_t>(n0) * ELEM;
+    auto load_tile = [&](int kt, int stage, int part, int parts) {"""),
+    ("""                        : BM * A_ROW + chunk_offset<B_ROW, SWIZZLE>(lane % 8 + 8 * (lane / 8 % 2), (wn0 + 16 * t) / 8 + lane / 16);""",
+     """                        : BM * (A_ROW + 16) + chunk_offset<B_ROW, SWIZZLE>(lane % 8 + 8 * (lane / 8 % 2), (wn0 + 16 * t) / 8 + lane / 16);"""),
+    ("ldmatrix_x4(a[set][i], st + a_off[kk] + 16 * i * A_ROW);", "ldmatrix_x4(a[set][i], st + a_off[kk] + 16 * i * (A_ROW + 16));"),
+    ("                                  st + b_off[j] + 16 * kk * B_ROW);", "                                  st + b_off[j] + 16 * kk * (B_ROW + 16));"),
+    # the waits: every thread waits for the stage's bytes before the barrier that precedes its reads
+    ("""        copy_wait<RING - 2>();
+        __syncthreads();
+        load_fragments(0, 0, 0);""", """        copy_wait<RING - 2>();
+        if (tiles > 0)
+            bulk_bar_wait(&full[0], 0);
+        __syncthreads();
+        load_fragments(0, 0, 0);"""),
+    ("""                    copy_wait<RING - 2>();
+                    __syncthreads();
+                    if (kt + 1 < tiles)
+                        load_fragments((kt + 1) % RING, 0, 0);""", """                    copy_wait<RING - 2>();
+                    if (kt + 1 < tiles)
+                        bulk_bar_wait(&full[(kt + 1) % RING], ((kt + 1) / RING) & 1);
+                    __syncthreads();
+                    if (kt + 1 < tiles)
+                        load_fragments((kt + 1) % RING, 0, 0);"""),
+]
+# Pitches used in several places: every occurrence (checked copies' destinations).
+PITCHES = [("A_STEP * A_ROW", "A_STEP * (A_ROW + 16)"), ("B_STEP * B_ROW", "B_STEP * (B_ROW + 16)")]
+
+
+def bulk_source() -> str:
+    text = kernel_variant(tc_configs.SOURCE, *EDITS)
+    for old, new in PITCHES:
+        assert old in text, f"kernels/{tc_configs.SOURCE} changed: cannot find {old!r}"
+        text = text.replace(old, new)
+    return text
+
+
+def shared_bytes(precision: str) -> int:
+    """The padded ring: RING stages of BM rows of BK elements + 16 bytes and BK rows of BN elements + 16 bytes."""
+    c, e = TC_INNER, tc_configs.ELEMENT_BYTES[precision]
+    return c.STAGES * (c.BM * (c.BK * e + 16) + c.BK * (c.BN * e + 16))
+
+
+def bulk_unit(tmp: Path) -> compile_units.CompileUnit:
+    path = Path(tmp) / "08_tensor_core_bulk.cu"
+    path.write_text(bulk_source())
+    return compile_units.CompileUnit(path, tc_configs.entry_points((TC_INNER,)))
+
+
+def kernels(unit, precision: str) -> dict:
+    from gemmlab import registry
+    base = tensor_gemm.mma_kernel(TC_INNER, precision, "tc_inner_bulk")
+    return {"tc_inner": registry.lookup(f"tc_inner_{tc_configs.SUFFIXES[precision]}"),
+            "bulk": replace(base, source=unit, dynamic_shared=shared_bytes(precision))}
+
+
+def compile_report():
+    with tempfile.TemporaryDirectory() as tmp:
+        unit = bulk_unit(Path(tmp))
+        fns = [f"{TC_INNER.function}_{tc_configs.SUFFIXES[p]}" for p in ("FP16", "BF16")]
+        report = {e.function: e for e in compiler.ptxas_report(unit.text, "sm_90", unit.options)}
+        for f in fns:
+            print(f"bulk {f[-4:]}: {report[f].registers} registers, {report[f].spill_store_bytes} bytes spilled, "
+                  f"{shared_bytes('FP16')} bytes of dynamic shared memory", flush=True)
+        sass = compiler.offline_sass(unit, "sm_90", fns[1:])[fns[1]]
+        ops = re.findall(r"^\s*/\*[0-9a-f]{4}\*/\s*(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M)
+        kinds = {k: sum(o.startswith(k) for o in ops) for k in ("HMMA", "LDSM", "LDGSTS", "UBLKCP", "SYNCS", "BAR")}
+        print("bulk (BF16), instructions in the whole function: " + ", ".join(f"{v} {k}" for k, v in kinds.items()))
+
+
+def main():
+    gpu.cuda()
+    spec = device.current()
+    if tuple(spec.compute_capability) < (9, 0):
+        sys.exit("needs cp.async.bulk (sm_90)")
+    with tempfile.TemporaryDirectory() as tmp:
+        unit = bulk_unit(Path(tmp))
+        for p in ("FP16", "BF16"):
+            check_and_time(kernels(unit, p), p, CHECK_SIZES + ((4096, 4096, 4096), (1024, 1024, 96)))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--compile", action="store_true", help="registers, spills and instructions, no GPU")
+    compile_report() if parser.parse_args().compile else main()
