@@ -34,10 +34,11 @@
 #      the variants on the kernel before the carried source pointers; about 60 s)
 #   L  issue #17: chapter 8's last two steps, tc_inner and tc_tail, interleaved with cuBLAS at 8192^3 and 4096^3 (the
 #      bench's --interleaved, FP16 then BF16; bench-tail-*.json): the shared wave at equal clocks, as published
-#   U  issue #17: tc_inner with its inner tiles copied one row per thread by cp.async.bulk into rows padded instead of
-#      swizzled, completing on an mbarrier per stage (drafts/08_bulk_copy_experiment.py; checked at awkward sizes, then
-#      interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16; never run yet: a wrong byte count would hang,
-#      hence the time limit; about 60 s)
+#   U  issue #17: chapter 8's steady loop, then tc_inner, with the copies made one row per thread by cp.async.bulk
+#      into rows padded instead of swizzled, completing on an mbarrier per stage (drafts/08_bulk_copy_experiment.py;
+#      the loop interleaved with steady_barrier and steady_copies; tc_inner's variant checked at awkward sizes, then
+#      interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16; never run yet: a wrong byte count would
+#      hang, hence the time limit; about 70 s)
 #   V  issue #17: chapter 8's mma.sync probe against the same loop with registers of its own per chain, values near
 #      1.0 or random, short and sustained (clock and power), and tc_tail at 8192^3 (drafts/08_probe_data_experiment.py
 #      --kernels; results/probe-data-h200.txt; about 70 s)
