@@ -8,120 +8,22 @@
 # A bulk copy writes its row as it is, so the 16-byte chunks cannot be swizzled: the rows are padded by 16 bytes
 # instead (80 and 528 bytes apart), which keeps every ldmatrix free of bank conflicts, as chapter 4's padding did
 # (eight rows at one chunk fall on eight different 16-byte bank groups: 5r and 33r mod 8 differ for r = 0..7).
-# Edge tiles keep the checked 16-byte cp.async copies, into the padded layout, and thread 0 arrives on the stage's
-# mbarrier without bytes.
-#   bulk    tc_inner (FP16, BF16) with its inner tiles copied by rows, rows padded instead of swizzled
 #   steady  chapter 8's steady loop (kernels/08_steady_state.cu) with a fifth part, steady_bulk: the same loop with its
 #           copies made so (and a prologue that fills the first three stages, since an mbarrier never filled is
 #           never complete), timed interleaved with steady_barrier and steady_copies: how far can the loop go?
-# Only tc_inner's configuration (one call of tc_gemm per block; the tail's repeated calls would initialise the
-# mbarriers again while in use). Compiled here (--compile): registers, spills, the main loop's instructions. On an
-# sm_90 GPU: checked at awkward sizes, then timed interleaved against tc_inner at 8192^3 and 4096^3 (about 60 s):
+#   bulk    tc_inner's configuration with the BULK switch of drafts/08_bulk_switch_next.patch (inner tiles copied
+#           so, edge tiles by the checked cp.async copies into the same padded rows), checked at awkward sizes and
+#           timed interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16: only where that patch is applied
+#           (git apply drafts/08_bulk_switch_next.patch; the device takes the working tree as it is)
+# Compiled here (--compile): registers and spills. On an sm_90 GPU (about 70 s):
 #   timeout 240 python3 drafts/08_bulk_copy_experiment.py [--compile]
-import argparse, re, sys, tempfile
-from dataclasses import replace
+import argparse, sys, tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import compile_units, compiler, device, gpu, mma, probes, tc_configs, tensor_gemm, timing
+from gemmlab import compile_units, compiler, device, gpu, mma, probes, registry, tc_configs, tensor_gemm, timing
 from drafts.variants import CHECK_SIZES, TC_INNER, check_and_time, kernel_variant
-
-HELPERS = ("// [copy16]\n", r"""// BULK (drafts/08_bulk_copy_experiment.py): an mbarrier per stage and one bulk copy per row, sm_90.
-__device__ __forceinline__ void bulk_bar_init(uint64_t* bar)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(bar)));
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");    // visible to the copy engine
-}
-__device__ __forceinline__ void bulk_bar_expect(uint64_t* bar, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void bulk_bar_arrive(uint64_t* bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
-}
-__device__ __forceinline__ void bulk_bar_wait(uint64_t* bar, unsigned parity)
-{
-    unsigned done = 0;
-    while (!done)
-        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
-}
-__device__ __forceinline__ void bulk_row(void* dst, const void* src, unsigned bytes, uint64_t* bar)
-{
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 ::"r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)) : "memory");
-}
-
-// [copy16]
-""")
-EDITS = [
-    HELPERS,
-    # rows padded by 16 bytes instead of swizzled (every use of a row pitch below follows)
-    ("""    if constexpr (SWIZZLE)
-        chunk ^= (row / ROWS_PER_LINE) % SPAN;
-    return row * ROW + chunk * 16;""", """    (void)ROWS_PER_LINE, (void)SPAN;
-    return row * (ROW + 16) + chunk * 16;"""),
-    ("    constexpr int STAGE = BM * A_ROW + B_ROWS * B_ROW;", "    constexpr int STAGE = BM * (A_ROW + 16) + B_ROWS * (B_ROW + 16);"),
-    ("        unsigned char* bs = as + BM * A_ROW;", "        unsigned char* bs = as + BM * (A_ROW + 16);"),
-    ("            const unsigned char* pa = pa_k;\n", """            static_assert(!SPREAD && !B_KMAJOR, "the bulk draft: tc_inner's 16-bit configuration only");
-            if (threadIdx.x == 0)
-                bulk_bar_expect(&full[stage], BM * A_ROW + B_ROWS * B_ROW);
-            if (bulk_a || bulk_b)
-                bulk_row(smem + stage * STAGE + bulk_dst, bulk_k, bulk_a ? A_ROW : B_ROW, &full[stage]);
-            bulk_k += bulk_a ? BK * ELEM : b_kstep;
-            return;
-            const unsigned char* pa = pa_k;
-"""),
-    ("""            return;
-        }
-#pragma unroll
-        for (int q = 0; q < A_PER + B_PER; ++q) {""", """            return;
-        }
-        if (threadIdx.x == 0)
-            bulk_bar_arrive(&full[stage]);   // an edge tile: checked copies, no bytes for the mbarrier
-#pragma unroll
-        for (int q = 0; q < A_PER + B_PER; ++q) {"""),
-    ("""    auto load_tile = [&](int kt, int stage, int part, int parts) {""",
-     """    // BULK: thread t < BM copies row t of the A tile, the next B_ROWS threads a row of the B tile each.
-    __shared__ __align__(8) uint64_t full[RING];
-    if (threadIdx.x == 0)
-        for (int s = 0; s < RING; ++s)
-            bulk_bar_init(&full[s]);
-    __syncthreads();
-    const bool bulk_a = threadIdx.x < BM, bulk_b = !bulk_a && threadIdx.x < BM + B_ROWS;
-    const int bulk_dst = bulk_a ? threadIdx.x * (A_ROW + 16) : BM * (A_ROW + 16) + (threadIdx.x - BM) * (B_ROW + 16);
-    const unsigned char* bulk_k = bulk_a
-        ? A + (static_cast<size_t>(m0 + threadIdx.x) * lda + static_cast<size_t>(kt_lo) * BK) * ELEM
-        : B + (static_cast<size_t>(kt_lo) * BK + (threadIdx.x - BM)) * ldb * ELEM + static_cast<size_t>(n0) * ELEM;
-    auto load_tile = [&](int kt, int stage, int part, int parts) {"""),
-    ("""                        : BM * A_ROW + chunk_offset<B_ROW, SWIZZLE>(lane % 8 + 8 * (lane / 8 % 2), (wn0 + 16 * t) / 8 + lane / 16);""",
-     """                        : BM * (A_ROW + 16) + chunk_offset<B_ROW, SWIZZLE>(lane % 8 + 8 * (lane / 8 % 2), (wn0 + 16 * t) / 8 + lane / 16);"""),
-    ("ldmatrix_x4(a[set][i], st + a_off[kk] + 16 * i * A_ROW);", "ldmatrix_x4(a[set][i], st + a_off[kk] + 16 * i * (A_ROW + 16));"),
-    ("                                  st + b_off[j] + 16 * kk * B_ROW);", "                                  st + b_off[j] + 16 * kk * (B_ROW + 16));"),
-    # the waits: every thread waits for the stage's bytes before the barrier that precedes its reads
-    ("""        copy_wait<RING - 2>();
-        __syncthreads();
-        load_fragments(0, 0, 0);""", """        copy_wait<RING - 2>();
-        if (tiles > 0)
-            bulk_bar_wait(&full[0], 0);
-        __syncthreads();
-        load_fragments(0, 0, 0);"""),
-    ("""                    copy_wait<RING - 2>();
-                    __syncthreads();
-                    if (kt + 1 < tiles)
-                        load_fragments((kt + 1) % RING, 0, 0);""", """                    copy_wait<RING - 2>();
-                    if (kt + 1 < tiles)
-                        bulk_bar_wait(&full[(kt + 1) % RING], ((kt + 1) / RING) & 1);
-                    __syncthreads();
-                    if (kt + 1 < tiles)
-                        load_fragments((kt + 1) % RING, 0, 0);"""),
-]
-# Pitches used in several places: every occurrence (checked copies' destinations).
-PITCHES = [("A_STEP * A_ROW", "A_STEP * (A_ROW + 16)"), ("B_STEP * B_ROW", "B_STEP * (B_ROW + 16)")]
-
 
 STEADY_HELPERS = ("enum SteadyPart { MMA = 0, LDMATRIX = 1, BARRIER = 2, COPIES = 3 };", r"""enum SteadyPart { MMA = 0, LDMATRIX = 1, BARRIER = 2, COPIES = 3, BULK = 4 };
 
@@ -210,51 +112,29 @@ def steady_source() -> str:
         "{\n    steady<BULK>(g, out, iters);\n}\n")
 
 
-def bulk_source() -> str:
-    text = kernel_variant(tc_configs.SOURCE, *EDITS)
-    for old, new in PITCHES:
-        assert old in text, f"kernels/{tc_configs.SOURCE} changed: cannot find {old!r}"
-        text = text.replace(old, new)
-    return text
+BULK = "tc_mma_128x256x32_64x64_s4_async_pf_in_bulk"
+"""tc_inner's configuration with BULK, in tc_configs once drafts/08_bulk_switch_next.patch is applied."""
 
 
-def shared_bytes(precision: str) -> int:
-    """The padded ring: RING stages of BM rows of BK elements + 16 bytes and BK rows of BN elements + 16 bytes."""
-    c, e = TC_INNER, tc_configs.ELEMENT_BYTES[precision]
-    return c.STAGES * (c.BM * (c.BK * e + 16) + c.BK * (c.BN * e + 16))
-
-
-def bulk_unit(tmp: Path) -> compile_units.CompileUnit:
-    path = Path(tmp) / "08_tensor_core_bulk.cu"
-    path.write_text(bulk_source())
-    return compile_units.CompileUnit(path, tc_configs.entry_points((TC_INNER,)))
-
-
-def kernels(unit, precision: str) -> dict:
-    from gemmlab import registry
-    base = tensor_gemm.mma_kernel(TC_INNER, precision, "tc_inner_bulk")
-    return {"tc_inner": registry.lookup(f"tc_inner_{tc_configs.SUFFIXES[precision]}"),
-            "bulk": replace(base, source=unit, dynamic_shared=shared_bytes(precision))}
+def bulk_config():
+    """The BULK configuration, or None where the switch patch is not applied."""
+    try:
+        return tc_configs.config(BULK)
+    except KeyError:
+        return None
 
 
 def compile_report():
     with tempfile.TemporaryDirectory() as tmp:
-        unit = bulk_unit(Path(tmp))
-        fns = [f"{TC_INNER.function}_{tc_configs.SUFFIXES[p]}" for p in ("FP16", "BF16")]
-        report = {e.function: e for e in compiler.ptxas_report(unit.text, "sm_90", unit.options)}
-        for f in fns:
-            print(f"bulk {f[-4:]}: {report[f].registers} registers, {report[f].spill_store_bytes} bytes spilled, "
-                  f"{shared_bytes('FP16')} bytes of dynamic shared memory", flush=True)
-        sass = compiler.offline_sass(unit, "sm_90", fns[1:])[fns[1]]
-        ops = re.findall(r"^\s*/\*[0-9a-f]{4}\*/\s*(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M)
-        kinds = {k: sum(o.startswith(k) for o in ops) for k in ("HMMA", "LDSM", "LDGSTS", "UBLKCP", "SYNCS", "BAR")}
-        print("bulk (BF16), instructions in the whole function: " + ", ".join(f"{v} {k}" for k, v in kinds.items()))
         path = Path(tmp) / "08_steady_state_bulk.cu"
         path.write_text(steady_source())
-        unit = compile_units.CompileUnit(path)
-        report = {e.function: e for e in compiler.ptxas_report(unit.text, "sm_90", unit.options)}
-        print(", ".join(f"{f}: {report[f].registers} registers, {report[f].spill_store_bytes} bytes spilled"
-                        for f in ("steady_copies", "steady_bulk")))
+        units = [(compile_units.CompileUnit(path), ("steady_copies", "steady_bulk"))]
+        if bulk_config() is not None:
+            units.append((compile_units.unit(tc_configs.SOURCE), (f"{TC_INNER.function}_f16", f"{BULK}_f16")))
+        for unit, names in units:
+            report = {e.function: e for e in compiler.ptxas_report(unit.text, "sm_90", unit.options)}
+            print(", ".join(f"{f}: {report[f].registers} registers, {report[f].spill_store_bytes} bytes spilled"
+                            for f in names), flush=True)
 
 
 def steady(spec, iters: int = 4096):
@@ -291,10 +171,13 @@ def main():
     if tuple(spec.compute_capability) < (9, 0):
         sys.exit("needs cp.async.bulk (sm_90)")
     steady(spec)
-    with tempfile.TemporaryDirectory() as tmp:
-        unit = bulk_unit(Path(tmp))
-        for p in ("FP16", "BF16"):
-            check_and_time(kernels(unit, p), p, CHECK_SIZES + ((4096, 4096, 4096), (1024, 1024, 96)))
+    config = bulk_config()
+    if config is None:
+        sys.exit("tc_inner with BULK: apply drafts/08_bulk_switch_next.patch first (git apply), then run again")
+    for p in ("FP16", "BF16"):
+        kernels = {"tc_inner": registry.lookup(f"tc_inner_{tc_configs.SUFFIXES[p]}"),
+                   "bulk": tensor_gemm.mma_kernel(config, p, "tc_inner_bulk")}
+        check_and_time(kernels, p, CHECK_SIZES + ((4096, 4096, 4096), (1024, 1024, 96)))
 
 
 if __name__ == "__main__":
