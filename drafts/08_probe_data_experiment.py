@@ -1,14 +1,11 @@
 # Does the tensor cores' ceiling depend on the numbers they multiply? Chapter 8's probe (kernels/08_mma_probe.cu,
-# gemmlab.probes.mma_probe) feeds every mma.sync the same operand register, all 1.0: the multipliers' inputs never
-# change, and the probe holds the top clock at about 350 W (results/power-h200.txt). A GEMM multiplies random
-# numbers and meets the board's 700 W cap. Here the same loop (the same grid, warps, chains and instruction count)
-# runs with two other kinds of operands, each chain with registers of its own, filled once per thread:
+# gemmlab.probes.mma_probe: "near" below) gives each chain operand registers of its own, holding 1.0 with 4 random
+# low mantissa bits. Until 2026-12-02 it fed every mma.sync one register of 1.0 ("ones"), and the compiler copied
+# it into the consecutive registers each mma.sync takes (13 moves per 40 mma.sync). Here the same loop (the same
+# grid, warps, chains and instruction count) runs with the old operands and with random ones:
+#   ones    1.0 in every operand, as the probe had it: the multipliers' inputs never change
 #   random  random signs and mantissas in [0.5, 2), so that consecutive mma.sync see different inputs as a GEMM's do
-#   near    1.0 with 4 random low mantissa bits, different in every register: no value is shared, so the compiler
-#           has no reason to copy one register into the four (or two) consecutive ones each mma.sync takes, which it
-#           does for the chapter's probe (13 moves per 40 mma.sync in its loop), and the multipliers' inputs barely
-#           change
-# Each is checked for finite sums, timed as gemmlab.probes.mma_ceiling times the chapter's probe, then each probe
+# The two are checked for finite sums; all three timed as gemmlab.probes.mma_ceiling times the chapter's probe, then each probe
 # (and, with --kernels, chapter 8's last step at 8192^3) runs alone for SECONDS while nvidia-smi samples clock and
 # power (scripts/power_under_load.py's sampler), FP16 and BF16. Run on a GPU of sm_80 or later with nvidia-smi
 # (about 60 s on the H200):
@@ -25,12 +22,7 @@ from gemmlab import compile_units, compiler, device, gpu, mma, probes, registry,
 # Appended to the probe's file: one kernel per format and kind of operands, the chapter's loop with an operand set
 # per chain.
 OPERAND_PROBES = r"""
-__device__ __forceinline__ unsigned probe_hash(unsigned x)     // a 32-bit mixer: neighbouring seeds, unrelated bits
-{
-    x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
-    return x;
-}
-
+// probe_hash: the probe's own (kernels/08_mma_probe.cu).
 // Two 16-bit values in [0.5, 2), random sign and mantissa: exponent 14 or 15 (FP16), 126 or 127 (BF16).
 template <bool BF16>
 __device__ __forceinline__ unsigned probe_pair(unsigned h)
@@ -41,8 +33,7 @@ __device__ __forceinline__ unsigned probe_pair(unsigned h)
     return a | (b << 16);
 }
 
-// RANDOM: probe_pair of hashed bits; otherwise 1.0 in both halves with 4 hashed bits in the lowest mantissa bits
-// (values computed at run time: the compiler would rebuild constants inside the loop, a move per register).
+// RANDOM: probe_pair of hashed bits; otherwise 1.0 in every register (the compiler keeps it in one and copies it).
 template <bool BF16, bool RANDOM>
 __device__ __forceinline__ void mma_ceiling_operands(float* __restrict__ out, int iters)
 {
@@ -55,10 +46,10 @@ __device__ __forceinline__ void mma_ceiling_operands(float* __restrict__ out, in
     for (int ch = 0; ch < MMA_CHAINS; ++ch) {
 #pragma unroll
         for (int r = 0; r < 4; ++r)
-            a[ch][r] = RANDOM ? probe_pair<BF16>(probe_hash(seed + 8 * ch + r)) : one ^ (probe_hash(seed + 8 * ch + r) & 0xF000Fu);
+            a[ch][r] = RANDOM ? probe_pair<BF16>(probe_hash(seed + 8 * ch + r)) : one;
 #pragma unroll
         for (int r = 0; r < 2; ++r)
-            b[ch][r] = RANDOM ? probe_pair<BF16>(probe_hash(seed + 8 * ch + 4 + r)) : one ^ (probe_hash(seed + 8 * ch + 4 + r) & 0xF000Fu);
+            b[ch][r] = RANDOM ? probe_pair<BF16>(probe_hash(seed + 8 * ch + 4 + r)) : one;
     }
     for (int i = 0; i < iters; ++i) {
 #pragma unroll
@@ -85,10 +76,10 @@ __device__ __forceinline__ void mma_ceiling_operands(float* __restrict__ out, in
 
 extern "C" __global__ void mma_random_m16n8k16_f16(float* __restrict__ out, int iters) { mma_ceiling_operands<false, true>(out, iters); }
 extern "C" __global__ void mma_random_m16n8k16_bf16(float* __restrict__ out, int iters) { mma_ceiling_operands<true, true>(out, iters); }
-extern "C" __global__ void mma_near_m16n8k16_f16(float* __restrict__ out, int iters) { mma_ceiling_operands<false, false>(out, iters); }
-extern "C" __global__ void mma_near_m16n8k16_bf16(float* __restrict__ out, int iters) { mma_ceiling_operands<true, false>(out, iters); }
+extern "C" __global__ void mma_ones_m16n8k16_f16(float* __restrict__ out, int iters) { mma_ceiling_operands<false, false>(out, iters); }
+extern "C" __global__ void mma_ones_m16n8k16_bf16(float* __restrict__ out, int iters) { mma_ceiling_operands<true, false>(out, iters); }
 """
-KINDS = ("random", "near")
+KINDS = ("ones", "random")
 
 
 def power_script():
@@ -121,13 +112,14 @@ def main(seconds: float, kernels: bool, size: int = 8192):
     sampler = pul.Sampler()
     time.sleep(1.0)
     for dtype in ("f16", "bf16"):
-        launches = {"ones": probes.mma_probe("m16n8k16", dtype)}
+        launches = {}
         for kind in KINDS:
             launch, flops, out = operand_probe(kind, dtype)
             launch()
             s = out.get()
             print(f"{dtype} {kind}: sums finite: {bool(np.isfinite(s).all())}, spread {float(np.std(s)):.1f}", flush=True)
             launches[kind] = launch, flops
+        launches["near"] = probes.mma_probe("m16n8k16", dtype)            # the chapter's probe
         for name, (launch, flops) in launches.items():      # short timings first, each after a pause
             time.sleep(2.0)
             rate = flops / timing.time_gpu(launch, repeat=5).median_s

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # GPU work for the drafts (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
-# Next (drafts/README.md, "Still waiting"): git apply drafts/08_bulk_switch_next.patch, U (about 70 s), git checkout
-#   the three files again unless it gains; git apply drafts/08_mma_probe_next.patch, then B 08,
-#   C 08 (one command each), A and T. Every part also reproduces a file in results/ (2026-12-02).
+# Next: drafts/README.md, "Still waiting". Every part also reproduces a file in results/ (2026-12-02). B and C of one
+#   chapter take one command each (together they need 480-575 of the 600 s).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json; about 340 s)
 #   B  execute a chapter (third argument, its number; 09 by default: about 245 s, 08: about 265 s), the notebook back
 #      as nb-NN.tgz; here afterwards: tar xzf FILES_AT/nb-NN.tgz
@@ -37,10 +36,10 @@
 #      bench's --interleaved, FP16 then BF16; bench-tail-*.json): the shared wave at equal clocks, as published
 #   U  issue #17: chapter 8's steady loop, then tc_inner, with the copies made one row per thread by cp.async.bulk
 #      into rows padded instead of swizzled, completing on an mbarrier per stage (drafts/08_bulk_copy_experiment.py;
-#      the loop interleaved with steady_barrier and steady_copies; then, with drafts/08_bulk_switch_next.patch
-#      applied here before the call, tc_inner's configuration with BULK checked at awkward sizes and interleaved
-#      against tc_inner at 8192^3 and 4096^3, FP16 and BF16; never run yet: a wrong byte count would hang, hence the
-#      time limit; about 70 s)
+#      the loop interleaved with steady_barrier and steady_copies; then, with the switch patch applied here before
+#      the call (git show 1119565:drafts/08_bulk_switch_next.patch | git apply), tc_inner's configuration with BULK
+#      checked at awkward sizes and interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16; a wrong byte
+#      count would hang, hence the time limit; about 55 s; results/bulk-copy-h200.txt)
 #   V  issue #17: chapter 8's mma.sync probe against the same loop with registers of its own per chain, values near
 #      1.0 or random, short and sustained (clock and power), and tc_tail at 8192^3 (drafts/08_probe_data_experiment.py
 #      --kernels; results/probe-data-h200.txt; about 70 s)

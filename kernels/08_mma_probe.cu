@@ -145,9 +145,14 @@ ldmatrix_probe(const unsigned* __restrict__ image, int words, const unsigned* __
 // [ceiling]
 // The tensor cores' ceiling for one instruction, as chapter 0's fma_f32 measures the FP32 one: each warp runs
 // MMA_CHAINS independent accumulators through `iters` rounds of mma.sync, so no instruction waits for the one
-// before it, and writes one sum per lane so that nothing is optimised away. Operands are 1.0 in every element
-// (0x3C00 in FP16, 0x3F80 in BF16, 0x3F800000 in TF32): the sums stay exact. FLOPs per mma: 2 x M x N x K.
-// MMA_CHAINS comes from gemmlab (-DMMA_CHAINS), which counts the FLOPs with it.
+// before it, and writes one sum per lane so that nothing is optimised away. FLOPs per mma: 2 x M x N x K.
+// Every chain has operand registers of its own, holding 1.0 with a few random low mantissa bits, computed at run
+// time. Both matter. One register of 1.0 for every operand (this probe until 2026-12-02) made the compiler copy it
+// into the consecutive registers each mma.sync takes, 13 moves per 40 mma.sync, which cost 3.3% of the rate on the
+// H200; distinct constants it rebuilds inside the loop, a move per register. And values near 1.0 barely change
+// from one mma.sync to the next, so the probe keeps the top clock: with random numbers, as a GEMM multiplies, the
+// bare instruction meets the H200's 700 W cap when it runs for seconds, and its rate then says more about the
+// board's power than about the tensor cores (results/probe-data-h200.txt).
 #ifndef MMA_CHAINS
 #error "compile through gemmlab, which passes -DMMA_CHAINS (gemmlab.compile_units.MMA_CHAINS)"
 #endif
@@ -158,16 +163,39 @@ ldmatrix_probe(const unsigned* __restrict__ image, int words, const unsigned* __
 #define MMA_SM80 false
 #endif
 
-// Each warp: `iters` rounds of MMA_CHAINS independent mma.sync of form F (F::run adds one product into c).
+__device__ __forceinline__ unsigned probe_hash(unsigned x)     // neighbouring seeds, unrelated bits
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+// Each warp: `iters` rounds of MMA_CHAINS independent mma.sync of form F (F::run adds A.B into c). F::A_REGS and
+// F::B_REGS: A's and B's registers per lane; F::ONE: 1.0 in each value a register holds; F::LOW: the mantissa bits
+// that may differ from it.
 template <typename F>
 __device__ __forceinline__ void mma_ceiling(float* __restrict__ out, int iters)
 {
     float c[MMA_CHAINS][4] = {};
+    unsigned a[MMA_CHAINS][F::A_REGS], b[MMA_CHAINS][F::B_REGS];
+    const unsigned seed = (blockIdx.x * blockDim.x + threadIdx.x) * 8u * MMA_CHAINS;
+#pragma unroll
+    for (int ch = 0; ch < MMA_CHAINS; ++ch) {
+#pragma unroll
+        for (int r = 0; r < F::A_REGS; ++r)
+            a[ch][r] = F::ONE ^ (probe_hash(seed + 8 * ch + r) & F::LOW);
+#pragma unroll
+        for (int r = 0; r < F::B_REGS; ++r)
+            b[ch][r] = F::ONE ^ (probe_hash(seed + 8 * ch + 4 + r) & F::LOW);
+    }
     if (F::supported) {
         for (int i = 0; i < iters; ++i) {
 #pragma unroll
             for (int ch = 0; ch < MMA_CHAINS; ++ch)
-                F::run(c[ch]);
+                F::run(c[ch], a[ch], b[ch]);
         }
     }
     float s = 0.0f;
@@ -177,59 +205,62 @@ __device__ __forceinline__ void mma_ceiling(float* __restrict__ out, int iters)
     out[blockIdx.x * blockDim.x + threadIdx.x] = F::supported ? s : -1.0f;
 }
 
-// The forms: A and B registers hold 1.0 in every element (FP16 0x3C00, BF16 0x3F80, TF32 0x3F800000).
-// `supported` is false where the form needs a newer GPU than the code is compiled for; run is empty there.
-struct K16F16 {
+// The forms. `supported` is false where the form needs a newer GPU than the code is compiled for; run is empty there.
+template <bool BF16>
+struct K16 {                         // m16n8k16, two 16-bit values per register: 1.0 is 0x3C00 (FP16), 0x3F80 (BF16)
     static constexpr bool supported = MMA_SM80;
-    __device__ static void run(float (&c)[4])
+    static constexpr int A_REGS = 4, B_REGS = 2;
+    static constexpr unsigned ONE = BF16 ? 0x3F803F80u : 0x3C003C00u, LOW = 0x000F000Fu;
+    __device__ static void run(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2])
     {
 #if __CUDA_ARCH__ >= 800
-        const unsigned a = 0x3C003C00u;
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %4, %4, %4}, {%4, %4}, "
-                     "{%0, %1, %2, %3};" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a));
+        if constexpr (BF16)
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                         "{%8, %9}, {%0, %1, %2, %3};"
+                         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+        else
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                         "{%8, %9}, {%0, %1, %2, %3};"
+                         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
     }
 };
-struct K16BF16 {
+struct K8TF32 {                      // one TF32 value per register, FP32 bits: the tensor cores read mantissa bits 13-22
     static constexpr bool supported = MMA_SM80;
-    __device__ static void run(float (&c)[4])
+    static constexpr int A_REGS = 4, B_REGS = 2;
+    static constexpr unsigned ONE = 0x3F800000u, LOW = 0x0001E000u;
+    __device__ static void run(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2])
     {
 #if __CUDA_ARCH__ >= 800
-        const unsigned a = 0x3F803F80u;
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %4, %4, %4}, {%4, %4}, "
-                     "{%0, %1, %2, %3};" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a));
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
     }
 };
-struct K8TF32 {
-    static constexpr bool supported = MMA_SM80;
-    __device__ static void run(float (&c)[4])
-    {
-#if __CUDA_ARCH__ >= 800
-        const unsigned a = 0x3F800000u;
-        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %4, %4, %4}, {%4, %4}, "
-                     "{%0, %1, %2, %3};" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a));
-#endif
-    }
-};
-struct K8F16 {
+struct K8F16 {                       // sm_75's form: A 2 registers, B 1
     static constexpr bool supported = true;
-    __device__ static void run(float (&c)[4])
+    static constexpr int A_REGS = 2, B_REGS = 1;
+    static constexpr unsigned ONE = 0x3C003C00u, LOW = 0x000F000Fu;
+    __device__ static void run(float (&c)[4], const unsigned (&a)[2], const unsigned (&b)[1])
     {
-        const unsigned a = 0x3C003C00u;
-        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %4}, {%4}, "
-                     "{%0, %1, %2, %3};" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a));
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+                     "{%0, %1, %2, %3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(b[0]));
     }
 };
 
 extern "C" __global__ void mma_ceiling_m16n8k16_f16(float* __restrict__ out, int iters)
 {
-    mma_ceiling<K16F16>(out, iters);
+    mma_ceiling<K16<false>>(out, iters);
 }
 
 extern "C" __global__ void mma_ceiling_m16n8k16_bf16(float* __restrict__ out, int iters)
 {
-    mma_ceiling<K16BF16>(out, iters);
+    mma_ceiling<K16<true>>(out, iters);
 }
 
 extern "C" __global__ void mma_ceiling_m16n8k8_tf32(float* __restrict__ out, int iters)

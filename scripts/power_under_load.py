@@ -5,10 +5,12 @@
 # reasons seen (SW power cap, thermal ...).
 #
 # The answer on the H200 (results/power-h200.txt, 2026-12-01): yes. Chapter 8's mma.sync probe moves no memory and
-# holds 1,980 MHz at about 350 W; every GEMM (cuBLAS, chapter 8's best, chapter 9's kernels) meets the 700 W cap and
-# runs at 1,387-1,767 MHz. The probe's operands matter too: they never change (all 1.0); fed random numbers, the bare
-# mma.sync meets the cap by itself (results/probe-data-h200.txt). So under sustained load FLOP per joule decides speed, and "% of the probe" compares a
-# kernel at the cap's clock with a probe at the top clock: FLOP per cycle is the comparison at equal clocks.
+# held 1,980 MHz at about 350 W in its first form (one register of 1.0 for every operand), 519-567 W in its present
+# one (registers of its own per chain, values near 1.0); every GEMM (cuBLAS, chapter 8's best, chapter 9's kernels)
+# meets the 700 W cap and runs at 1,387-1,767 MHz. The probe's operands matter: fed random numbers, the bare
+# mma.sync meets the cap by itself (results/probe-data-h200.txt). So under sustained load FLOP per joule decides
+# speed, and "% of the probe" compares a kernel at the cap's clock with a probe at the top clock: FLOP per cycle is
+# the comparison at equal clocks.
 # Run on a GPU with CuPy and nvidia-smi (about 80 s on the H200; chapter 9's kernels are skipped on other GPUs; on a
 # T4, which has no BF16 tensor cores, add --precision FP16):
 #   timeout 280 python3 scripts/power_under_load.py [--seconds 4] [--precision FP16] [--sizes 4096] [--kernels ...]

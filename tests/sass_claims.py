@@ -60,6 +60,19 @@ def tensor_ladder_problems(counts: dict[str, dict]) -> list[str]:
     return out
 
 
+def probe_problems(counts: dict[str, dict]) -> list[str]:
+    """Chapter 8's ceiling probe (``counts`` by entry point, with HMMA and the register moves MOV and IMAD.MOV): its
+    mma.sync take their operands where they are, fewer than one move per 8 HMMA. With one operand register for every
+    operand the compiler copied it into the consecutive registers each mma.sync takes, 13 moves per 40 HMMA, and the
+    probe measured 3.3% less than the instruction does (results/probe-data-h200.txt)."""
+    out = []
+    for name, c in counts.items():
+        hmma, moves = _total(c, "HMMA"), _total(c, "MOV") + _total(c, "IMAD.MOV")
+        if not hmma or 8 * moves >= hmma:
+            out.append(f"{name}: {hmma} HMMA and {moves} register moves")
+    return out
+
+
 def bank_model_problems(ops: dict, layout: str) -> list[str]:
     """Chapter 4: per phase of 32 FMAs (one k-tile of a 32 x 32 block), the shared-memory instructions of the SASS are
     those of the bank model (gemmlab.banks.tiled_shared_instructions): ``ops`` counts LDS, STS and FFMA."""

@@ -5,9 +5,9 @@ GEMMLAB_STRICT_TOOLS=1). The GPU suite checks chapter 9's claims on the cubin th
 
 import pytest
 
-from gemmlab import compile_units, compiler, fast_configs, registry, tc_configs, tma, watchdog
+from gemmlab import compile_units, compiler, fast_configs, probes, registry, tc_configs, tma, watchdog
 from sass_claims import (HOPPER_OPS, TENSOR_OPS, bank_model_problems, counted_loop_problems, hopper_problems,
-                         tensor_ladder_problems, vector_load_problems)
+                         probe_problems, tensor_ladder_problems, vector_load_problems)
 
 pytestmark = pytest.mark.usefixtures("nvcc_path")
 
@@ -33,6 +33,19 @@ def test_chapter_8_reads_its_ladders_machine_code_right():
     counts = {name.removesuffix("_f16"): compiler.opcode_counts(sass[k.entry_point], TENSOR_OPS)
               for name, k in kernels.items()}
     assert not tensor_ladder_problems(counts), counts
+
+
+def test_chapter_8_ceiling_probe_makes_no_register_moves():
+    """Every form of the probe, on the architectures it runs on (sm_80's forms on sm_90, the T4's on sm_75 too); and
+    the claim flags the counts of the probe as it was until 2026-12-02 (13 moves per 40 HMMA)."""
+    unit = compile_units.unit(probes.MMA_PROBES)
+    counts = {}
+    for arch, forms in (("sm_90", sorted(probes.MMA_CEILINGS)), ("sm_75", [("m16n8k8", "f16")])):
+        names = [f"mma_ceiling_{shape}_{dtype}" for shape, dtype in forms]
+        sass = compiler.offline_sass(unit, arch, names)
+        counts.update({f"{n} ({arch})": compiler.opcode_counts(sass[n], ("HMMA", "MOV", "IMAD.MOV")) for n in names})
+    assert len(counts) == 5 and not probe_problems(counts), counts
+    assert probe_problems({"old": {"HMMA.16816.F32": 40, "MOV": 13}}) == ["old: 40 HMMA and 13 register moves"]
 
 
 def test_chapter_4_bank_model_counts_the_shared_memory_instructions():
