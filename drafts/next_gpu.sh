@@ -34,12 +34,13 @@
 #      the variants on the kernel before the carried source pointers; about 60 s)
 #   L  issue #17: chapter 8's last two steps, tc_inner and tc_tail, interleaved with cuBLAS at 8192^3 and 4096^3 (the
 #      bench's --interleaved, FP16 then BF16; bench-tail-*.json): the shared wave at equal clocks, as published
-#   U  issue #17: chapter 8's steady loop, then tc_inner, with the copies made one row per thread by cp.async.bulk
-#      into rows padded instead of swizzled, completing on an mbarrier per stage (drafts/08_bulk_copy_experiment.py;
-#      the loop interleaved with steady_barrier and steady_copies; then, with the switch patch applied here before
-#      the call (git show 1119565:drafts/08_bulk_switch_next.patch | git apply), tc_inner's configuration with BULK
-#      checked at awkward sizes and interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16; a wrong byte
-#      count would hang, hence the time limit; about 55 s; results/bulk-copy-h200.txt)
+#   U  issue #17: chapter 8's steady loop with its copies made by the copy engine instead of the warps: row by row
+#      with cp.async.bulk (fenced per copy as in the switch, or once), or as five tensor-map boxes per tile by one
+#      thread (cp.async.bulk.tensor, the copy engine's swizzles), interleaved with steady_barrier and steady_copies;
+#      then, with the switch patch applied here before the call (git show 1119565:drafts/08_bulk_switch_next.patch |
+#      git apply), tc_inner's configuration with BULK checked at awkward sizes and interleaved against tc_inner at
+#      8192^3 and 4096^3, FP16 and BF16 (drafts/08_copy_engine_experiment.py; a wrong byte count would hang, hence
+#      the time limit; about 30 s, 70 s with the switch; the bulk part and the switch: results/bulk-copy-h200.txt)
 #   V  issue #17: chapter 8's mma.sync probe against the same loop with registers of its own per chain, values near
 #      1.0 or random, short and sustained (clock and power), and tc_tail at 8192^3 (drafts/08_probe_data_experiment.py
 #      --kernels; results/probe-data-h200.txt; about 70 s)
@@ -112,7 +113,7 @@ case $part in
          --sizes 8192 4096 --interleaved --json "$out/bench-tail-fp16.json"
      run bench-tail-BF16 250 python3 -m gemmlab bench --precision BF16 --kernels tc_inner_bf16 tc_tail_bf16 \
          --sizes 8192 4096 --interleaved --json "$out/bench-tail-bf16.json" ;;
-  U) run bulk-copy 240 python3 drafts/08_bulk_copy_experiment.py ;;
+  U) run copy-engine 240 python3 drafts/08_copy_engine_experiment.py ;;
   V) run probe-data 200 python3 drafts/08_probe_data_experiment.py --kernels ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
