@@ -14,10 +14,15 @@
 #              swizzle: a box's inner extent may not exceed its swizzle span), so B lies as four panels of 4 KiB,
 #              and ldmatrix's addresses follow (8 rows at one chunk: 8 different 16-byte bank groups again). 5
 #              requests per tile. The tiles start 1024-byte aligned, where the swizzle pattern starts.
+#   tma_ws     the same boxes issued by a warpgroup of its own (warps 8-11, only warp 8's lane 0 copies), as chapter
+#              9 issues them: the 8 compute warps never wait for a copy to be issued and meet no __syncthreads; each
+#              releases a stage on an "empty" mbarrier (8 arrivals) once it has read it, and the producer waits for
+#              that before refilling. 384 threads leave 168 registers each, so the producer gives registers back
+#              (setmaxnreg, sm_90a: the whole file is compiled for sm_90a) and the compute warps take 232.
 # Every form completes on an mbarrier per stage (thread 0 tells it the tile's bytes) instead of cp.async.wait_group,
 # with a prologue that fills the first three stages, since an mbarrier never filled is never complete.
-#   steady  chapter 8's steady loop (kernels/08_steady_state.cu) with the parts steady_bulk, steady_bulk_lean and
-#           steady_tma, interleaved with steady_barrier (no copies) and steady_copies (cp.async): how far can the
+#   steady  chapter 8's steady loop (kernels/08_steady_state.cu) with the parts steady_bulk, steady_bulk_lean,
+#           steady_tma and steady_tma_ws, interleaved with steady_barrier (no copies) and steady_copies (cp.async): how far can the
 #           loop go when the warps issue no copies?
 #   switch  tc_inner's configuration with the BULK switch (inner tiles copied by bulk, edge tiles by the checked
 #           cp.async copies into the same padded rows), checked at awkward sizes and timed interleaved against
@@ -25,7 +30,9 @@
 #           show 1119565:drafts/08_bulk_switch_next.patch | git apply; the device takes the working tree as it is)
 # Run on the H200 on 2026-12-02 (results/bulk-copy-h200.txt, the bulk part and the switch only): correct, and three
 # times slower (the loop at 30% of its speed without copies, tc_inner so built at 33-35% of tc_inner). Not adopted:
-# chapter 8 says so. bulk_lean and tma: not run yet (drafts/next_gpu.sh U).
+# chapter 8 says so. Again the same day with bulk_lean and tma (results/copy-engine-h200.txt): 28.0% and 71.1% of the
+# loop without copies, cp.async 83.4%. tma_ws: not run yet (compiled here: 168 registers at launch, 232 after
+# setmaxnreg, one register spilled once before the loop).
 # Compiled here (--compile): registers and spills. On an sm_90 GPU (about 30 s without the switch, 70 s with it):
 #   timeout 240 python3 drafts/08_copy_engine_experiment.py [--compile]
 import argparse, sys, tempfile
@@ -36,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from gemmlab import compile_units, compiler, device, gpu, mma, probes, registry, tc_configs, tensor_gemm, timing
 from drafts.variants import CHECK_SIZES, TC_INNER, check_and_time, kernel_variant
 
-STEADY_HELPERS = ("enum SteadyPart { MMA = 0, LDMATRIX = 1, BARRIER = 2, COPIES = 3 };", r"""enum SteadyPart { MMA = 0, LDMATRIX = 1, BARRIER = 2, COPIES = 3, BULK = 4, BULK_LEAN = 5, TMA = 6 };
+STEADY_HELPERS = ("enum SteadyPart { MMA = 0, LDMATRIX = 1, BARRIER = 2, COPIES = 3 };", r"""enum SteadyPart { MMA = 0, LDMATRIX = 1, BARRIER = 2, COPIES = 3, BULK = 4, BULK_LEAN = 5, TMA = 6, TMA_WS = 7 };
 
 #if __CUDA_ARCH__ >= 900
 __device__ __forceinline__ void steady_bar_wait(uint64_t* bar, unsigned parity)
@@ -55,14 +62,14 @@ template <int PART>
 __device__ __forceinline__ void steady_engine_tile(unsigned char* smem, uint64_t* bars, const uint4* g,
                                                    const CUtensorMap* a_map, const CUtensorMap* b_map, int tile)
 {
-    constexpr int STAGE = PART == TMA ? 128 * 64 + 32 * 512 : 128 * 80 + 32 * 528;
+    constexpr int STAGE = PART >= TMA ? 128 * 64 + 32 * 512 : 128 * 80 + 32 * 528;
     const int tid = threadIdx.x, s = tile % 4;
     uint64_t* bar = bars + s;
     unsigned char* stage = smem + s * STAGE;
-    if (tid == 0)
+    if (tid == 0 || PART == TMA_WS)
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(steady_smem(bar)), "r"(24576) : "memory");
-    if constexpr (PART == TMA) {
-        if (tid == 0) {
+    if constexpr (PART >= TMA) {
+        if (tid == 0 || PART == TMA_WS) {           // TMA_WS: called by the producer warp's lane 0 alone
             asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                          ::"r"(steady_smem(stage)), "l"(reinterpret_cast<uint64_t>(a_map)), "r"(0),
                            "r"(tile * 128 % 262144), "r"(steady_smem(bar)) : "memory");
@@ -94,11 +101,42 @@ STEADY_EDITS = [
     ("    extern __shared__ __align__(128) unsigned char smem[];",
      """    extern __shared__ __align__(128) unsigned char smem_raw[];
     // TMA: the tiles start 1024-byte aligned, where the copy engine's swizzle pattern starts (1 KiB more asked for)
-    unsigned char* const smem = PART == TMA ? smem_raw + (1024 - steady_smem(smem_raw) % 1024) % 1024 : smem_raw;"""),
+    unsigned char* const smem = PART >= TMA ? smem_raw + (1024 - steady_smem(smem_raw) % 1024) % 1024 : smem_raw;"""),
+    ("""    __syncthreads();
+
+    int a_off[2], b_off[4];""", """    __syncthreads();
+    __shared__ __align__(8) uint64_t bars[RING];
+    __shared__ __align__(8) uint64_t empty[RING];  // TMA_WS: each compute warp's release of a stage
+    if constexpr (PART == TMA_WS) {      // 8 compute warps and a producer warpgroup (warps 8-11), no __syncthreads in the loop
+        if (tid == 0)
+            for (int s = 0; s < RING; ++s) {
+                asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(steady_smem(bars + s)));
+                asm volatile("mbarrier.init.shared::cta.b64 [%0], 8;" ::"r"(steady_smem(empty + s)));
+                asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();
+        if (warp >= 8) {                 // the producer: tiles 0 to iters (the loop reads a part of tile iters)
+            // its warpgroup gives registers back, so that the compute warps can have the 208 they need where 384
+            // threads would leave each 168 (a scheduler's 16 K registers over its 3 warps): 232 + 232 + 40 <= 512
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+            if (warp == 8 && lane == 0)
+                for (int t = 0; t <= iters; ++t) {
+                    if (t >= RING)       // the stage's tile t - RING released by all 8 compute warps
+                        steady_bar_wait(empty + t % RING, (t / RING - 1) & 1);
+                    steady_engine_tile<PART>(smem, bars, g, a_map, b_map, t);
+                }
+            return;
+        }
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        steady_bar_wait(bars, 0);
+    }
+
+    int a_off[2], b_off[4];"""),
     ("    constexpr int A_ROW = 64, B_ROW = 512, STAGE = 128 * A_ROW + 32 * B_ROW, RING = 4;",
      """    constexpr int A_ROW = 64, B_ROW = 512, RING = 4;
     constexpr int PAD = PART == BULK || PART == BULK_LEAN ? 16 : 0, A_P = A_ROW + PAD, B_P = B_ROW + PAD;
-    constexpr int STAGE = 128 * A_P + 32 * B_P, B_STEP = PART == TMA ? 128 : B_P;   // B_STEP: one k-row of B"""),
+    constexpr int STAGE = 128 * A_P + 32 * B_P, B_STEP = PART >= TMA ? 128 : B_P;   // B_STEP: one k-row of B"""),
     ("        a_off[kk] = steady_offset<A_ROW>(wm0 + lane % 16, 2 * kk + lane / 16);",
      """        a_off[kk] = PAD ? (wm0 + lane % 16) * A_P + (2 * kk + lane / 16) * 16
                         : steady_offset<A_ROW>(wm0 + lane % 16, 2 * kk + lane / 16);   // = the 64-byte swizzle"""),
@@ -106,14 +144,13 @@ STEADY_EDITS = [
      """        {
             const int row = lane % 8 + 8 * (lane / 8 % 2), chunk = (wn0 + 16 * t) / 8 + lane / 16;
             b_off[t] = 128 * A_P + (PAD ? row * B_P + chunk * 16
-                                    : PART == TMA ? chunk / 8 * 4096 + row * 128 + (chunk % 8 ^ row % 8) * 16
+                                    : PART >= TMA ? chunk / 8 * 4096 + row * 128 + (chunk % 8 ^ row % 8) * 16
                                                   : steady_offset<B_ROW>(row, chunk));
         }"""),
     ("st + a_off[kk] + 16 * i * A_ROW", "st + a_off[kk] + 16 * i * A_P"),
     ("st + b_off[j] + 16 * kk * B_ROW", "st + b_off[j] + 16 * kk * B_STEP"),
     ("""    // [steady_loop]
-    for (int it = 0; it < iters; ++it) {""", """    __shared__ __align__(8) uint64_t bars[RING];
-    if constexpr (PART >= BULK) {        // the first three stages filled before the loop, as the real kernel does
+    for (int it = 0; it < iters; ++it) {""", """    if constexpr (PART >= BULK && PART != TMA_WS) {        // the first three stages filled before the loop, as the real kernel does
         if (tid == 0)
             for (int s = 0; s < RING; ++s) {
                 asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(steady_smem(bars + s)));
@@ -128,9 +165,19 @@ STEADY_EDITS = [
     }
     // [steady_loop]
     for (int it = 0; it < iters; ++it) {"""),
-    ("            if (PART >= COPIES && kk == 0) {", """            if (PART >= BULK && kk == 0)
+    ("            if (PART >= COPIES && kk == 0) {", """            if (PART >= BULK && PART != TMA_WS && kk == 0)
                 steady_engine_tile<PART>(smem, bars, g, a_map, b_map, it + RING - 1);
             if (PART == COPIES && kk == 0) {"""),
+    ("""                    fragments(it % RING, 1, 1);""", """                    fragments(it % RING, 1, 1);
+                    if (PART == TMA_WS) {        // tile it read to its end: this warp releases its stage
+                        __syncwarp();
+                        if (lane == 0)
+                            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(steady_smem(empty + it % RING))
+                                         : "memory");
+                    }"""),
+    ("""                    if (PART >= BARRIER)
+                        __syncthreads();""", """                    if (PART >= BARRIER && PART != TMA_WS)
+                        __syncthreads();"""),
     ("""                    if (PART >= COPIES)
                         asm volatile("cp.async.wait_group %0;" ::"n"(RING - 2));""",
      """                    if (PART == COPIES)
@@ -140,24 +187,28 @@ STEADY_EDITS = [
     ("""    if (PART >= COPIES)
         asm volatile("cp.async.wait_group 0;");""", """    if (PART == COPIES)
         asm volatile("cp.async.wait_group 0;");
-    if constexpr (PART >= BULK)          // the fills issued for tiles past the last: landed before the block leaves
+    if constexpr (PART >= BULK && PART != TMA_WS)   // the fills issued for tiles past the last: landed before the block leaves
         for (int tile = iters + 1; tile < iters + RING - 1; ++tile)
             steady_bar_wait(bars + tile % RING, (tile / RING) & 1);"""),
 ]
 STEADY_SHARED = {"bulk": 4 * (128 * 80 + 32 * 528), "bulk_lean": 4 * (128 * 80 + 32 * 528),
-                 "tma": 4 * (128 * 64 + 32 * 512) + 1024}
+                 "tma": 4 * (128 * 64 + 32 * 512) + 1024, "tma_ws": 4 * (128 * 64 + 32 * 512) + 1024}
 """Dynamic shared memory of the copy-engine parts (padded rows; TMA's aligned tiles and 1 KiB to align them)."""
-ENGINE_PARTS = ("bulk", "bulk_lean", "tma")
+ENGINE_PARTS = ("bulk", "bulk_lean", "tma", "tma_ws")
+THREADS = {"tma_ws": 384}
+"""Threads per block: 8 compute warps, and for tma_ws a producer warpgroup beside them (setmaxnreg: sm_90a)."""
 
 
 def steady_source() -> str:
     """kernels/08_steady_state.cu with the copy-engine parts and their entry points (compile it for sm_90 only)."""
-    entry = '\nextern "C" __global__ void __launch_bounds__(256, 1) steady_{0}({1})\n{{\n    steady<{2}>({3});\n}}\n'
+    entry = '\nextern "C" __global__ void __launch_bounds__({4}, 1) steady_{0}({1})\n{{\n    steady<{2}>({3});\n}}\n'
     return (kernel_variant("08_steady_state.cu", *STEADY_EDITS)
-            + entry.format("bulk", "const uint4* g, float* out, int iters", "BULK", "g, out, iters")
-            + entry.format("bulk_lean", "const uint4* g, float* out, int iters", "BULK_LEAN", "g, out, iters")
-            + entry.format("tma", "const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map, "
-                                  "float* out, int iters", "TMA", "nullptr, out, iters, &a_map, &b_map"))
+            + entry.format("bulk", "const uint4* g, float* out, int iters", "BULK", "g, out, iters", 256)
+            + entry.format("bulk_lean", "const uint4* g, float* out, int iters", "BULK_LEAN", "g, out, iters", 256)
+            + "".join(entry.format(part.lower(), "const __grid_constant__ CUtensorMap a_map, "
+                                   "const __grid_constant__ CUtensorMap b_map, float* out, int iters", part,
+                                   "nullptr, out, iters, &a_map, &b_map", THREADS.get(part.lower(), 256))
+                      for part in ("TMA", "TMA_WS")))
 
 
 BULK = "tc_mma_128x256x32_64x64_s4_async_pf_in_bulk"
@@ -176,11 +227,11 @@ def compile_report():
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "08_steady_state_engine.cu"
         path.write_text(steady_source())
-        units = [(compile_units.CompileUnit(path), ("steady_copies",) + tuple(f"steady_{p}" for p in ENGINE_PARTS))]
+        units = [(compile_units.CompileUnit(path, arch_specific="sm_90a"), ("steady_copies",) + tuple(f"steady_{p}" for p in ENGINE_PARTS))]
         if bulk_config() is not None:
             units.append((compile_units.unit(tc_configs.SOURCE), (f"{TC_INNER.function}_f16", f"{BULK}_f16")))
         for unit, names in units:
-            report = {e.function: e for e in compiler.ptxas_report(unit.text, "sm_90", unit.options)}
+            report = {e.function: e for e in compiler.ptxas_report(unit.text, unit.arch_specific or "sm_90", unit.options)}
             print(", ".join(f"{f}: {report[f].registers} registers, {report[f].spill_store_bytes} bytes spilled"
                             for f in names), flush=True)
 
@@ -198,8 +249,8 @@ def tensor_maps(g):
 
 def steady(spec, iters: int = 4096):
     """The steady loop without copies (steady_barrier), with cp.async (steady_copies) and with the copy engine's
-    forms (steady_bulk, steady_bulk_lean, steady_tma) interleaved, one block per SM, as gemmlab.probes.steady_state
-    runs them; each as TFLOP/s and as a share of steady_barrier's."""
+    forms (steady_bulk, steady_bulk_lean, steady_tma, steady_tma_ws) interleaved, one block per SM, as
+    gemmlab.probes.steady_state runs them; each as TFLOP/s and as a share of steady_barrier's."""
     import ctypes
     import numpy as np
     from pycuda import gpuarray
@@ -207,20 +258,20 @@ def steady(spec, iters: int = 4096):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "08_steady_state_engine.cu"
         path.write_text(steady_source())
-        compiled = compiler.load(compile_units.CompileUnit(path))
+        compiled = compiler.load(compile_units.CompileUnit(path, arch_specific="sm_90a"))   # setmaxnreg
         g = gpuarray.zeros(probes.STEADY_SOURCE_BYTES // 4, np.uint32)
         g.fill(np.uint32(0x3C003C00))                      # FP16 ones: the TMA part's sums stay finite
         maps = tensor_maps(g)
         runs, outs = {}, {}
         for part in ("barrier", "copies") + ENGINE_PARTS:
             shared = STEADY_SHARED.get(part, probes.STEADY_SHARED_BYTES)
-            outs[part] = out = gpuarray.zeros(spec.sms * 256, np.float32)
-            if part == "tma":
-                fn = compiled.driver_function("steady_tma", shared)
+            outs[part] = out = gpuarray.zeros(spec.sms * THREADS.get(part, 256), np.float32)   # a sum per thread
+            if part.startswith("tma"):
+                fn = compiled.driver_function(f"steady_{part}", shared)
                 args = [ctypes.c_uint64(int(out.gpudata)), ctypes.c_int(iters)]
                 params = [maps[0][1], maps[1][1], *(ctypes.addressof(a) for a in args)]
-                runs[part] = (lambda fn=fn, params=params, shared=shared, args=args: tma._launch(
-                    fn, (spec.sms, 1, 1), shared, params, threads=256, sync=False))
+                runs[part] = (lambda fn=fn, params=params, shared=shared, args=args, threads=THREADS.get(part, 256):
+                              tma._launch(fn, (spec.sms, 1, 1), shared, params, threads=threads, sync=False))
             else:
                 fn = compiled.function(f"steady_{part}")
                 compiled.allow_shared(f"steady_{part}", shared)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU work for the drafts (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
-# Next: drafts/README.md, "Still waiting". Every part also reproduces a file in results/ (2026-12-02). B and C of one
+# Next: drafts/README.md, "Still waiting": U (the producer warpgroup, about 30 s) and J (about 90 s) in one command. Every part also reproduces a file in results/ (2026-12-02). B and C of one
 #   chapter take one command each (together they need 480-575 of the 600 s).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json; about 340 s)
 #   B  execute a chapter (third argument, its number; 09 by default: about 245 s, 08: about 265 s), the notebook back
@@ -36,11 +36,15 @@
 #      bench's --interleaved, FP16 then BF16; bench-tail-*.json): the shared wave at equal clocks, as published
 #   U  issue #17: chapter 8's steady loop with its copies made by the copy engine instead of the warps: row by row
 #      with cp.async.bulk (fenced per copy as in the switch, or once), or as five tensor-map boxes per tile by one
-#      thread (cp.async.bulk.tensor, the copy engine's swizzles), interleaved with steady_barrier and steady_copies;
+#      thread (cp.async.bulk.tensor, the copy engine's swizzles) of a computing warp or of a producer warpgroup of
+#      its own (tma_ws, sm_90a, not run yet), interleaved with steady_barrier and steady_copies;
 #      then, with the switch patch applied here before the call (git show 1119565:drafts/08_bulk_switch_next.patch |
 #      git apply), tc_inner's configuration with BULK checked at awkward sizes and interleaved against tc_inner at
 #      8192^3 and 4096^3, FP16 and BF16 (drafts/08_copy_engine_experiment.py; a wrong byte count would hang, hence
 #      the time limit; about 30 s, 70 s with the switch; the bulk part and the switch: results/bulk-copy-h200.txt)
+#   J  issue #17: tc_inner with 64-deep tiles in 3 or 4 stages, and turned round (256 x 128), each checked at awkward
+#      sizes and interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16 (drafts/08_deep_tile_experiment.py;
+#      not run yet; about 90 s)
 #   V  issue #17: chapter 8's mma.sync probe against the same loop with registers of its own per chain, values near
 #      1.0 or random, short and sustained (clock and power), and tc_tail at 8192^3 (drafts/08_probe_data_experiment.py
 #      --kernels; results/probe-data-h200.txt; about 70 s)
@@ -48,8 +52,8 @@
 #      results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt, tail-group-tc-inner-h200.txt, measured
 #      on tc_inner before the carried source pointers; about 300 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|Q|S|T|U|V|W|X|Y [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|Q|S|T|U|V|W|X|Y [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|J|L|Q|S|T|U|V|W|X|Y [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|J|L|Q|S|T|U|V|W|X|Y [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -114,12 +118,13 @@ case $part in
      run bench-tail-BF16 250 python3 -m gemmlab bench --precision BF16 --kernels tc_inner_bf16 tc_tail_bf16 \
          --sizes 8192 4096 --interleaved --json "$out/bench-tail-bf16.json" ;;
   U) run copy-engine 240 python3 drafts/08_copy_engine_experiment.py ;;
+  J) run deep-tile 300 python3 drafts/08_deep_tile_experiment.py ;;
   V) run probe-data 200 python3 drafts/08_probe_data_experiment.py --kernels ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, F, G, H, L, Q, S, T, U, V, W, X or Y)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, F, G, H, J, L, Q, S, T, U, V, W, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
