@@ -99,9 +99,9 @@ STEADY_EDITS = [
      "__device__ __forceinline__ void steady(const uint4* __restrict__ g, float* __restrict__ out, int iters,\n"
      "                                       const CUtensorMap* a_map = nullptr, const CUtensorMap* b_map = nullptr)"),
     ("    extern __shared__ __align__(128) unsigned char smem[];",
-     """    extern __shared__ __align__(128) unsigned char smem_raw[];
-    // TMA: the tiles start 1024-byte aligned, where the copy engine's swizzle pattern starts (1 KiB more asked for)
-    unsigned char* const smem = PART >= TMA ? smem_raw + (1024 - steady_smem(smem_raw) % 1024) % 1024 : smem_raw;"""),
+     """    // TMA: the tiles start 1024-byte aligned, where the copy engine's swizzle pattern starts (as chapter 9's
+    // tma_tile_image relies on; a base computed at run time instead was spilled across setmaxnreg in tma_ws)
+    extern __shared__ __align__(1024) unsigned char smem[];"""),
     ("""    __syncthreads();
 
     int a_off[2], b_off[4];""", """    __syncthreads();
@@ -171,7 +171,7 @@ STEADY_EDITS = [
     ("""                    fragments(it % RING, 1, 1);""", """                    fragments(it % RING, 1, 1);
                     if (PART == TMA_WS) {        // tile it read to its end: this warp releases its stage
                         __syncwarp();
-                        if (lane == 0)
+                        if (threadIdx.x % 32 == 0)   // not `lane`: live across setmaxnreg, it was spilled
                             asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(steady_smem(empty + it % RING))
                                          : "memory");
                     }"""),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU work for the drafts (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
-# Next: drafts/README.md, "Still waiting": U (the producer warpgroup, about 30 s) and J (about 90 s) in one command. Every part also reproduces a file in results/ (2026-12-02). B and C of one
+# Next: drafts/README.md, "Still waiting": U (the producer warpgroup's loop, about 30 s), M (about 90 s) and J (about
+#   90 s) in one command. Every part also reproduces a file in results/ (2026-12-02). B and C of one
 #   chapter take one command each (together they need 480-575 of the 600 s).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json; about 340 s)
 #   B  execute a chapter (third argument, its number; 09 by default: about 245 s, 08: about 265 s), the notebook back
@@ -45,6 +46,10 @@
 #   J  issue #17: tc_inner with 64-deep tiles in 3 or 4 stages, and turned round (256 x 128), each checked at awkward
 #      sizes and interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16 (drafts/08_deep_tile_experiment.py;
 #      not run yet; about 90 s)
+#   M  issue #17: tc_inner's tile fed by the copy engine from a producer warpgroup (drafts/08_tma_ws_experiment.py:
+#      five tensor-map boxes per tile, full/empty mbarriers, setmaxnreg, sm_90a; rings of 4 and 6 stages), checked at
+#      awkward sizes and interleaved against tc_inner and tc_tail at 8192^3 and 4096^3, FP16 and BF16 (not run yet; a
+#      wrong byte count or arrival count would hang, hence the time limit; about 90 s)
 #   V  issue #17: chapter 8's mma.sync probe against the same loop with registers of its own per chain, values near
 #      1.0 or random, short and sustained (clock and power), and tc_tail at 8192^3 (drafts/08_probe_data_experiment.py
 #      --kernels; results/probe-data-h200.txt; about 70 s)
@@ -52,8 +57,8 @@
 #      results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt, tail-group-tc-inner-h200.txt, measured
 #      on tc_inner before the carried source pointers; about 300 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|J|L|Q|S|T|U|V|W|X|Y [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|J|L|Q|S|T|U|V|W|X|Y [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|J|L|M|Q|S|T|U|V|W|X|Y [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|J|L|M|Q|S|T|U|V|W|X|Y [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -118,6 +123,7 @@ case $part in
      run bench-tail-BF16 250 python3 -m gemmlab bench --precision BF16 --kernels tc_inner_bf16 tc_tail_bf16 \
          --sizes 8192 4096 --interleaved --json "$out/bench-tail-bf16.json" ;;
   U) run copy-engine 240 python3 drafts/08_copy_engine_experiment.py ;;
+  M) run tma-ws 300 python3 drafts/08_tma_ws_experiment.py ;;
   J) run deep-tile 300 python3 drafts/08_deep_tile_experiment.py ;;
   V) run probe-data 200 python3 drafts/08_probe_data_experiment.py --kernels ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
@@ -125,6 +131,6 @@ case $part in
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, F, G, H, J, L, Q, S, T, U, V, W, X or Y)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, F, G, H, J, L, M, Q, S, T, U, V, W, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
