@@ -9,12 +9,13 @@
 # compiled for sm_90a) and the multiplying warps take 232. The copy engine fills what lies outside A or B with
 # zeros, so every tile, edges included, takes one path (the launcher pads rows to 16 bytes, as a tensor map needs).
 # FP16 and BF16 only (TF32's B is K-major: not written).
-#   Rings of 4 and 6 stages (96 and 144 KiB), each checked at awkward sizes, then timed interleaved against tc_inner
-#   and tc_tail at 8192^3 and 4096^3, FP16 and BF16.
+#   32-deep tiles as tc_inner's in rings of 4 and 6 stages, and 64-deep tiles (A's rows then 128 bytes, in the
+#   128-byte swizzle; four k-steps per tile) in rings of 3 and 4, each checked at awkward sizes, then timed
+#   interleaved against tc_inner and tc_tail at 8192^3 and 4096^3, FP16 and BF16.
 # Why: the steady loop with its copies is at 78% of the probe, without them at 94%; row copies by the engine were
 # three times slower, boxes issued by a multiplying warp 71% of the loop without copies (results/bulk-copy-h200.txt,
 # results/copy-engine-h200.txt). drafts/08_copy_engine_experiment.py's steady_tma_ws is this design's loop alone.
-# Compiled here (--compile): registers and spills. On an H200 (about 90 s):
+# Compiled here (--compile): registers and spills. On an H200 (about 2 minutes):
 #   timeout 300 python3 drafts/08_tma_ws_experiment.py [--compile]
 import argparse, ctypes, sys
 from dataclasses import dataclass
@@ -25,9 +26,13 @@ sys.path.insert(0, str(ROOT))
 from gemmlab import compile_units, compiler, gpu, hopper, registry, tc_configs, tensor_gemm, tma
 from drafts.variants import CHECK_SIZES, check_and_time
 
-STAGES = (4, 6)
-STAGE_BYTES = 128 * 64 + 32 * 512
+VARIANTS = ((32, 4), (32, 6), (64, 3), (64, 4))
+"""(BK, stages): 32-deep tiles as tc_inner's in rings of 4 and 6 (97 and 145 KiB), 64-deep in 3 and 4 (145, 193 KiB)."""
 THREADS = 384
+
+
+def stage_bytes(bk: int) -> int:
+    return (128 + 256) * bk * 2
 
 CODE = r"""
 // ---- drafts/08_tma_ws_experiment.py: tc_inner's tile fed by the copy engine from a producer warpgroup (sm_90a)
@@ -49,13 +54,16 @@ __device__ __forceinline__ void ws8_box(void* dst, const CUtensorMap* map, int x
                  : "memory");
 }
 
-template <int STAGES, int KIND>
+// BK = 32: A's rows are 64 bytes (the engine's 64-byte swizzle), two k-steps per tile; BK = 64: 128-byte rows and
+// swizzle, four k-steps. B: four panels of BK rows x 128 bytes (64 columns) in the 128-byte swizzle.
+template <int BK, int STAGES, int KIND>
 __device__ __forceinline__ void tc_tma_ws(const CUtensorMap* a_map, const CUtensorMap* b_map, float* __restrict__ C,
                                           int M, int N, int K)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int BM = 128, BN = 256, BK = 32, A_ROW = 64, A_BYTES = BM * A_ROW, PANEL = 32 * 128;
+    constexpr int BM = 128, BN = 256, A_ROW = BK * 2, A_BYTES = BM * A_ROW, PANEL = BK * 128, KSTEPS = BK / 16;
     constexpr int STAGE = A_BYTES + 4 * PANEL, MI = 4, NI = 8;
+    static_assert((BK == 32 || BK == 64) && KSTEPS % 2 == 0, "two fragment sets alternate over the k-steps");
     extern __shared__ __align__(128) unsigned char raw[];
     // the tiles start 1024-byte aligned, where the engine's swizzle pattern starts (1 KiB more is asked for)
     unsigned char* const smem = raw + (1024 - smem_u32(raw) % 1024) % 1024;
@@ -100,9 +108,9 @@ __device__ __forceinline__ void tc_tma_ws(const CUtensorMap* a_map, const CUtens
     int m0, n0;
     const int tiles = tile(m0, n0);
     const int wm0 = warp / 4 * 64, wn0 = warp % 4 * 64;
-    int a_off[2], b_off[4];
+    int a_off[KSTEPS], b_off[4];
 #pragma unroll
-    for (int kk = 0; kk < 2; ++kk)       // the engine's 64-byte swizzle is the chapter's for 64-byte rows
+    for (int kk = 0; kk < KSTEPS; ++kk)  // the engine's 64- and 128-byte swizzles are the chapter's for such rows
         a_off[kk] = chunk_offset<A_ROW, true>(wm0 + lane % 16, 2 * kk + lane / 16);
 #pragma unroll
     for (int t = 0; t < 4; ++t) {        // B: panel chunk / 8, its 128-byte swizzle
@@ -141,17 +149,22 @@ __device__ __forceinline__ void tc_tma_ws(const CUtensorMap* a_map, const CUtens
     }
     for (int kt = 0; kt < tiles; ++kt) {
         const int s = kt % STAGES;
-        load_fragments(s, 1, 1);         // the tile's second k-step: after it this warp is done with the stage
-        mma_all(0);
-        __syncwarp();
-        if (lane == 0)
-            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(empty + s)) : "memory");
-        if (kt + 1 < tiles) {
-            const int next = (kt + 1) % STAGES;
-            ws8_wait(full + next, ((kt + 1) / STAGES) & 1);
-            load_fragments(next, 0, 0);
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk) {
+            if (kk < KSTEPS - 1) {
+                load_fragments(s, kk + 1, (kk + 1) % 2);
+            } else if (kt + 1 < tiles) {
+                const int next = (kt + 1) % STAGES;
+                ws8_wait(full + next, ((kt + 1) / STAGES) & 1);
+                load_fragments(next, 0, 0);
+            }
+            mma_all(kk % 2);
+            if (kk == KSTEPS - 2) {      // the tile's last fragments are loaded: this warp releases the stage
+                __syncwarp();
+                if (lane == 0)
+                    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(empty + s)) : "memory");
+            }
         }
-        mma_all(1);
     }
 #pragma unroll
     for (int i = 0; i < MI; ++i)
@@ -170,9 +183,10 @@ def entry_points() -> str:
     kinds = {"f16": "F16", "bf16": "BF16"}
     return CODE + "".join(
         f'\nextern "C" __global__ void __launch_bounds__({THREADS}, 1)\n'
-        f"tc_tma_ws_s{s}_{suffix}(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map, "
-        f"float* C, int M, int N, int K)\n{{\n    tc_tma_ws<{s}, {kind}>(&a_map, &b_map, C, M, N, K);\n}}\n"
-        for s in STAGES for suffix, kind in kinds.items())
+        f"tc_tma_ws_k{bk}_s{s}_{suffix}(const __grid_constant__ CUtensorMap a_map, "
+        f"const __grid_constant__ CUtensorMap b_map, float* C, int M, int N, int K)\n"
+        f"{{\n    tc_tma_ws<{bk}, {s}, {kind}>(&a_map, &b_map, C, M, N, K);\n}}\n"
+        for bk, s in VARIANTS for suffix, kind in kinds.items())
 
 
 UNIT = compile_units.CompileUnit(ROOT / "kernels" / tc_configs.SOURCE, entry_points(), arch_specific="sm_90a")
@@ -184,12 +198,14 @@ _MAPS: dict = {}
 class TmaWsKernel(tensor_gemm.TensorGemmKernel):
     """tc_tma_ws: launched through the driver, with A's and B's tensor maps as parameters."""
 
+    bk: int = 32
+
     def maps(self, a_ptr: int, b_ptr: int, M: int, N: int, K: int):
-        key = (a_ptr, b_ptr, M, N, K, self.precision)
+        key = (a_ptr, b_ptr, M, N, K, self.precision, self.bk)
         if key not in _MAPS:
             lda, ldb = (tensor_gemm.padded_length(n, self.precision) for n in (K, N))
-            a = hopper.matrix_map(M, lda, self.precision, 128, 32, "64B", address=a_ptr)
-            b = hopper.matrix_map(K, ldb, self.precision, 32, 64, "128B", address=b_ptr)
+            a = hopper.matrix_map(M, lda, self.precision, 128, self.bk, f"{self.bk * 2}B", address=a_ptr)
+            b = hopper.matrix_map(K, ldb, self.precision, self.bk, 64, "128B", address=b_ptr)
             _MAPS[key] = [tma._aligned_copy(tma.encode(m, m.address)) for m in (a, b)]
         return _MAPS[key]
 
@@ -201,19 +217,19 @@ class TmaWsKernel(tensor_gemm.TensorGemmKernel):
                     threads=THREADS, sync=False)
 
 
-def kernel(stages: int, precision: str) -> TmaWsKernel:
-    return TmaWsKernel(f"tma_ws_s{stages}", 8, UNIT, f"tc_tma_ws_s{stages}", (THREADS, 1, 1), (128, 256),
+def kernel(bk: int, stages: int, precision: str) -> TmaWsKernel:
+    return TmaWsKernel(f"tma_k{bk}_s{stages}", 8, UNIT, f"tc_tma_ws_k{bk}_s{stages}", (THREADS, 1, 1), (128, 256),
                        "mma.sync fed by the copy engine", precision=precision,
-                       dynamic_shared=stages * STAGE_BYTES + 1024)
+                       dynamic_shared=stages * stage_bytes(bk) + 1024, bk=bk)
 
 
 def compile_report() -> None:
     report = {e.function: e for e in compiler.ptxas_report(UNIT.text, "sm_90a", UNIT.options)}
-    for s in STAGES:
+    for bk, s in VARIANTS:
         for suffix in ("f16", "bf16"):
-            e = report[f"tc_tma_ws_s{s}_{suffix}"]
-            print(f"tc_tma_ws_s{s}_{suffix}: {e.registers} registers at launch (232 after setmaxnreg), "
-                  f"{e.spill_store_bytes} bytes spilled, {(s * STAGE_BYTES + 1024) // 1024} KiB of shared memory")
+            e = report[f"tc_tma_ws_k{bk}_s{s}_{suffix}"]
+            print(f"tc_tma_ws_k{bk}_s{s}_{suffix}: {e.registers} registers at launch (232 after setmaxnreg), "
+                  f"{e.spill_store_bytes} bytes spilled, {(s * stage_bytes(bk) + 1024) // 1024} KiB of shared memory")
 
 
 def main() -> None:
@@ -224,7 +240,7 @@ def main() -> None:
     for p in ("FP16", "BF16"):
         suffix = tc_configs.SUFFIXES[p]
         kernels = {"tc_inner": registry.lookup(f"tc_inner_{suffix}"), "tc_tail": registry.lookup(f"tc_tail_{suffix}")}
-        kernels.update({f"tma_ws_s{s}": kernel(s, p) for s in STAGES})
+        kernels.update({f"tma_k{bk}_s{s}": kernel(bk, s, p) for bk, s in VARIANTS})
         check_and_time(kernels, p, CHECK_SIZES + ((4096, 4096, 4096), (1024, 1024, 96), (4096, 4100, 4104)))
 
 

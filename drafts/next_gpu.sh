@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU work for the drafts (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
-# Next: drafts/README.md, "Still waiting": U (the producer warpgroup's loop, about 30 s), M (about 90 s) and J (about
-#   90 s) in one command. Every part also reproduces a file in results/ (2026-12-02). B and C of one
+# Next: drafts/README.md, "Still waiting": U (the producer warpgroup's loop, about 30 s), M (about 2 minutes) and J
+#   (about 90 s) in one command. Every part also reproduces a file in results/ (2026-12-02). B and C of one
 #   chapter take one command each (together they need 480-575 of the 600 s).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json; about 340 s)
 #   B  execute a chapter (third argument, its number; 09 by default: about 245 s, 08: about 265 s), the notebook back
@@ -47,9 +47,9 @@
 #      sizes and interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16 (drafts/08_deep_tile_experiment.py;
 #      not run yet; about 90 s)
 #   M  issue #17: tc_inner's tile fed by the copy engine from a producer warpgroup (drafts/08_tma_ws_experiment.py:
-#      five tensor-map boxes per tile, full/empty mbarriers, setmaxnreg, sm_90a; rings of 4 and 6 stages), checked at
-#      awkward sizes and interleaved against tc_inner and tc_tail at 8192^3 and 4096^3, FP16 and BF16 (not run yet; a
-#      wrong byte count or arrival count would hang, hence the time limit; about 90 s)
+#      tensor-map boxes, full/empty mbarriers, setmaxnreg, sm_90a; 32-deep tiles in rings of 4 and 6 stages, 64-deep
+#      in 3 and 4), checked at awkward sizes and interleaved against tc_inner and tc_tail at 8192^3 and 4096^3, FP16
+#      and BF16 (not run yet; a wrong byte or arrival count would hang, hence the time limit; about 2 minutes)
 #   V  issue #17: chapter 8's mma.sync probe against the same loop with registers of its own per chain, values near
 #      1.0 or random, short and sustained (clock and power), and tc_tail at 8192^3 (drafts/08_probe_data_experiment.py
 #      --kernels; results/probe-data-h200.txt; about 70 s)
