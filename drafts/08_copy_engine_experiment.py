@@ -46,14 +46,6 @@ from drafts.variants import CHECK_SIZES, TC_INNER, check_and_time, kernel_varian
 STEADY_HELPERS = ("enum SteadyPart { MMA = 0, LDMATRIX = 1, BARRIER = 2, COPIES = 3 };", r"""enum SteadyPart { MMA = 0, LDMATRIX = 1, BARRIER = 2, COPIES = 3, BULK = 4, BULK_LEAN = 5, TMA = 6, TMA_WS = 7 };
 
 #if __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void steady_bar_wait(uint64_t* bar, unsigned parity)
-{
-    unsigned done = 0;
-    while (!done)
-        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                     : "=r"(done) : "r"(steady_smem(bar)), "r"(parity) : "memory");
-}
-
 // Tile `tile`'s 24 KiB into stage tile % 4 by the copy engine; thread 0 tells the stage's mbarrier the bytes.
 // BULK, BULK_LEAN: thread t < 128 a 64-byte row of A, the next 32 a 512-byte row of B, each into its row padded by
 // 16 bytes (BULK with a proxy fence per copying thread). TMA: thread 0 alone, A as one box (128 rows x 64 bytes,
@@ -67,17 +59,13 @@ __device__ __forceinline__ void steady_engine_tile(unsigned char* smem, uint64_t
     uint64_t* bar = bars + s;
     unsigned char* stage = smem + s * STAGE;
     if (tid == 0 || PART == TMA_WS)
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(steady_smem(bar)), "r"(24576) : "memory");
+        barrier_expect(bar, 24576);
     if constexpr (PART >= TMA) {
         if (tid == 0 || PART == TMA_WS) {           // TMA_WS: called by the producer warp's lane 0 alone
-            asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                         ::"r"(steady_smem(stage)), "l"(reinterpret_cast<uint64_t>(a_map)), "r"(0),
-                           "r"(tile * 128 % 262144), "r"(steady_smem(bar)) : "memory");
+            tma_load_2d(stage, a_map, 0, tile * 128 % 262144, bar);
 #pragma unroll
             for (int j = 0; j < 4; ++j)
-                asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                             ::"r"(steady_smem(stage + 128 * 64 + 4096 * j)), "l"(reinterpret_cast<uint64_t>(b_map)),
-                               "r"(64 * j), "r"(tile * 32 % 32768), "r"(steady_smem(bar)) : "memory");
+                tma_load_2d(stage + 128 * 64 + 4096 * j, b_map, 64 * j, tile * 32 % 32768, bar);
         }
     } else if (tid < 160) {
         const bool a = tid < 128;
@@ -93,7 +81,9 @@ __device__ __forceinline__ void steady_engine_tile(unsigned char* smem, uint64_t
 }
 #endif""")
 STEADY_EDITS = [
-    ("#include <stdint.h>", "#include <cuda.h>\n#include <stdint.h>"),
+    # chapter 9's mbarrier and copy-engine helpers (barrier_init_count, barrier_expect, barrier_wait, barrier_arrive,
+    # tma_load_2d): the variant is compiled for sm_90a, as that file is
+    ("#include <stdint.h>", f'#include "{ROOT / "kernels" / "09_hopper.cu"}"\n#include <stdint.h>'),
     STEADY_HELPERS,
     ("__device__ __forceinline__ void steady(const uint4* __restrict__ g, float* __restrict__ out, int iters)",
      "__device__ __forceinline__ void steady(const uint4* __restrict__ g, float* __restrict__ out, int iters,\n"
@@ -110,8 +100,8 @@ STEADY_EDITS = [
     if constexpr (PART == TMA_WS) {      // 8 compute warps and a producer warpgroup (warps 8-11), no __syncthreads in the loop
         if (tid == 0)
             for (int s = 0; s < RING; ++s) {
-                asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(steady_smem(bars + s)));
-                asm volatile("mbarrier.init.shared::cta.b64 [%0], 8;" ::"r"(steady_smem(empty + s)));
+                barrier_init_count(bars + s, 1);
+                barrier_init_count(empty + s, 8);
                 asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
             }
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -123,13 +113,13 @@ STEADY_EDITS = [
             if (warp == 8 && lane == 0)
                 for (int t = 0; t <= iters; ++t) {
                     if (t >= RING)       // the stage's tile t - RING released by all 8 compute warps
-                        steady_bar_wait(empty + t % RING, (t / RING - 1) & 1);
+                        barrier_wait(empty + t % RING, (t / RING - 1) & 1);
                     steady_engine_tile<PART>(smem, bars, g, a_map, b_map, t);
                 }
             return;
         }
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-        steady_bar_wait(bars, 0);
+        barrier_wait(bars, 0);
     }
 
     int a_off[2], b_off[4];"""),
@@ -153,14 +143,13 @@ STEADY_EDITS = [
     for (int it = 0; it < iters; ++it) {""", """    if constexpr (PART >= BULK && PART != TMA_WS) {        // the first three stages filled before the loop, as the real kernel does
         if (tid == 0)
             for (int s = 0; s < RING; ++s) {
-                asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(steady_smem(bars + s)));
-                asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+                barrier_init(bars + s);
             }
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");    // the fill above, before the engine writes
         __syncthreads();
         for (int s = 0; s < RING - 1; ++s)
             steady_engine_tile<PART>(smem, bars, g, a_map, b_map, s);
-        steady_bar_wait(bars, 0);
+        barrier_wait(bars, 0);
         __syncthreads();
     }
     // [steady_loop]
@@ -172,8 +161,7 @@ STEADY_EDITS = [
                     if (PART == TMA_WS) {        // tile it read to its end: this warp releases its stage
                         __syncwarp();
                         if (threadIdx.x % 32 == 0)   // not `lane`: live across setmaxnreg, it was spilled
-                            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(steady_smem(empty + it % RING))
-                                         : "memory");
+                            barrier_arrive(empty + it % RING);
                     }"""),
     ("""                    if (PART >= BARRIER)
                         __syncthreads();""", """                    if (PART >= BARRIER && PART != TMA_WS)
@@ -183,13 +171,13 @@ STEADY_EDITS = [
      """                    if (PART == COPIES)
                         asm volatile("cp.async.wait_group %0;" ::"n"(RING - 2));
                     if (PART >= BULK)
-                        steady_bar_wait(bars + (it + 1) % RING, ((it + 1) / RING) & 1);"""),
+                        barrier_wait(bars + (it + 1) % RING, ((it + 1) / RING) & 1);"""),
     ("""    if (PART >= COPIES)
         asm volatile("cp.async.wait_group 0;");""", """    if (PART == COPIES)
         asm volatile("cp.async.wait_group 0;");
     if constexpr (PART >= BULK && PART != TMA_WS)   // the fills issued for tiles past the last: landed before the block leaves
         for (int tile = iters + 1; tile < iters + RING - 1; ++tile)
-            steady_bar_wait(bars + tile % RING, (tile / RING) & 1);"""),
+            barrier_wait(bars + tile % RING, (tile / RING) & 1);"""),
 ]
 STEADY_SHARED = {"bulk": 4 * (128 * 80 + 32 * 528), "bulk_lean": 4 * (128 * 80 + 32 * 528),
                  "tma": 4 * (128 * 64 + 32 * 512) + 1024, "tma_ws": 4 * (128 * 64 + 32 * 512) + 1024}

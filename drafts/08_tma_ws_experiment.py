@@ -36,23 +36,9 @@ def stage_bytes(bk: int) -> int:
 
 CODE = r"""
 // ---- drafts/08_tma_ws_experiment.py: tc_inner's tile fed by the copy engine from a producer warpgroup (sm_90a)
-#include <cuda.h>
-
-__device__ __forceinline__ void ws8_wait(uint64_t* bar, unsigned parity)
-{
-    unsigned done = 0;
-    while (!done)
-        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
-}
-
-// The box at column x, row y of `map` into shared memory at dst; its bytes count against `bar`.
-__device__ __forceinline__ void ws8_box(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_u32(bar))
-                 : "memory");
-}
+// Chapter 9's mbarrier and copy-engine helpers (barrier_init_count, barrier_expect, barrier_wait, barrier_arrive,
+// tma_load_2d), from its kernel file: this unit is compiled for sm_90a as that file is.
+#include "09_hopper.cu"
 
 // BK = 32: A's rows are 64 bytes (the engine's 64-byte swizzle), two k-steps per tile; BK = 64: 128-byte rows and
 // swizzle, four k-steps. B: four panels of BK rows x 128 bytes (64 columns) in the 128-byte swizzle.
@@ -79,8 +65,8 @@ __device__ __forceinline__ void tc_tma_ws(const CUtensorMap* a_map, const CUtens
     };
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(full + s)));
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 8;" ::"r"(smem_u32(empty + s)));
+            barrier_init_count(full + s, 1);
+            barrier_init_count(empty + s, 8);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -93,14 +79,13 @@ __device__ __forceinline__ void tc_tma_ws(const CUtensorMap* a_map, const CUtens
             for (int kt = 0; kt < tiles; ++kt) {
                 const int s = kt % STAGES;
                 if (kt >= STAGES)        // tile kt - STAGES released by all 8 warps
-                    ws8_wait(empty + s, (kt / STAGES - 1) & 1);
-                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(full + s)),
-                             "r"(STAGE) : "memory");
+                    barrier_wait(empty + s, (kt / STAGES - 1) & 1);
+                barrier_expect(full + s, STAGE);
                 unsigned char* st = smem + s * STAGE;
-                ws8_box(st, a_map, kt * BK, m0, full + s);
+                tma_load_2d(st, a_map, kt * BK, m0, full + s);
 #pragma unroll
                 for (int j = 0; j < 4; ++j)
-                    ws8_box(st + A_BYTES + j * PANEL, b_map, n0 + 64 * j, kt * BK, full + s);
+                    tma_load_2d(st + A_BYTES + j * PANEL, b_map, n0 + 64 * j, kt * BK, full + s);
             }
         return;
     }
@@ -144,7 +129,7 @@ __device__ __forceinline__ void tc_tma_ws(const CUtensorMap* a_map, const CUtens
                 mma_step<KIND>(acc[i][j], a[set][i], b[set][j]);
     };
     if (tiles > 0) {
-        ws8_wait(full, 0);
+        barrier_wait(full, 0);
         load_fragments(0, 0, 0);
     }
     for (int kt = 0; kt < tiles; ++kt) {
@@ -155,14 +140,14 @@ __device__ __forceinline__ void tc_tma_ws(const CUtensorMap* a_map, const CUtens
                 load_fragments(s, kk + 1, (kk + 1) % 2);
             } else if (kt + 1 < tiles) {
                 const int next = (kt + 1) % STAGES;
-                ws8_wait(full + next, ((kt + 1) / STAGES) & 1);
+                barrier_wait(full + next, ((kt + 1) / STAGES) & 1);
                 load_fragments(next, 0, 0);
             }
             mma_all(kk % 2);
             if (kk == KSTEPS - 2) {      // the tile's last fragments are loaded: this warp releases the stage
                 __syncwarp();
                 if (lane == 0)
-                    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(empty + s)) : "memory");
+                    barrier_arrive(empty + s);
             }
         }
     }
