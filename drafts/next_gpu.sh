@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # GPU work for the drafts (drafts/README.md, "Waiting for a GPU"), in commands that each fit the device's 600 s,
 # from the project root on the H200:  bash .gpu/remote.sh bash drafts/next_gpu.sh $OUT PART
-# Next: drafts/README.md, "Still waiting": U (the producer warpgroup's loop, about 30 s), M (about 2 minutes) and J
-#   (about 90 s) in one command. Every part also reproduces a file in results/ (2026-12-02). B and C of one
-#   chapter take one command each (together they need 480-575 of the 600 s).
+# Next: drafts/README.md, "Still waiting". Every part also reproduces a file in results/ (2026-12-02). B and C of one
+#   chapter take one command each (together they need 480-660 of the 600 s; chapter 8's B about 345 s, C 315 s).
 #   A  python -m gemmlab bench, every precision, the default sizes -> bench.json (results/bench.json; about 340 s)
 #   B  execute a chapter (third argument, its number; 09 by default: about 245 s, 08: about 265 s), the notebook back
 #      as nb-NN.tgz; here afterwards: tar xzf FILES_AT/nb-NN.tgz
@@ -26,7 +25,7 @@
 #      about 20 s)
 #   S  Nsight Compute's warp-stall sampling by SASS instruction on tc_inner_bf16 at 4096^3 (the report, its source
 #      page and details; results/ncu-h200-tc-inner-source-4096.csv keeps the sampled rows; about 30 s)
-#   T  the GPU tests of chapter 8's kernels: tensor kernels, sanitizer, JIT target, size-aware (about 105 s)
+#   T  the GPU tests of chapter 8's kernels: tensor kernels, the Hopper step, sanitizer, JIT target, size-aware (about 160 s)
 #   W  issue #17: is FP16 behind BF16 (78.0 against 79.9% of the probe, cuBLAS 4.6% behind too) because it draws more
 #      power? The probe, cuBLAS and tc_inner at 8192^3 for 3 s each in both formats, clock and watts sampled: if
 #      FP16's FLOP per cycle matches BF16's, the gap is the clock the power limit allows (about 60 s)
@@ -38,18 +37,11 @@
 #   U  issue #17: chapter 8's steady loop with its copies made by the copy engine instead of the warps: row by row
 #      with cp.async.bulk (fenced per copy as in the switch, or once), or as five tensor-map boxes per tile by one
 #      thread (cp.async.bulk.tensor, the copy engine's swizzles) of a computing warp or of a producer warpgroup of
-#      its own (tma_ws, sm_90a, not run yet), interleaved with steady_barrier and steady_copies;
+#      its own (tma_ws, sm_90a), interleaved with steady_barrier and steady_copies;
 #      then, with the switch patch applied here before the call (git show 1119565:drafts/08_bulk_switch_next.patch |
 #      git apply), tc_inner's configuration with BULK checked at awkward sizes and interleaved against tc_inner at
 #      8192^3 and 4096^3, FP16 and BF16 (drafts/08_copy_engine_experiment.py; a wrong byte count would hang, hence
 #      the time limit; about 30 s, 70 s with the switch; the bulk part and the switch: results/bulk-copy-h200.txt)
-#   J  issue #17: tc_inner with 64-deep tiles in 3 or 4 stages, and turned round (256 x 128), each checked at awkward
-#      sizes and interleaved against tc_inner at 8192^3 and 4096^3, FP16 and BF16 (drafts/08_deep_tile_experiment.py;
-#      not run yet; about 90 s)
-#   M  issue #17: tc_inner's tile fed by the copy engine from a producer warpgroup (drafts/08_tma_ws_experiment.py:
-#      tensor-map boxes, full/empty mbarriers, setmaxnreg, sm_90a; 32-deep tiles in rings of 4 and 6 stages, 64-deep
-#      in 3 and 4), checked at awkward sizes and interleaved against tc_inner and tc_tail at 8192^3 and 4096^3, FP16
-#      and BF16 (not run yet; a wrong byte or arrival count would hang, hence the time limit; about 2 minutes)
 #   V  issue #17: chapter 8's mma.sync probe against the same loop with registers of its own per chain, values near
 #      1.0 or random, short and sustained (clock and power), and tc_tail at 8192^3 (drafts/08_probe_data_experiment.py
 #      --kernels; results/probe-data-h200.txt; about 70 s)
@@ -57,8 +49,8 @@
 #      results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt, tail-group-tc-inner-h200.txt, measured
 #      on tc_inner before the carried source pointers; about 300 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|J|L|M|Q|S|T|U|V|W|X|Y [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|J|L|M|Q|S|T|U|V|W|X|Y [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|Q|S|T|U|V|W|X|Y [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|Q|S|T|U|V|W|X|Y [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -84,7 +76,7 @@ case $part in
      tar czf "$out/nb-$chapter.tgz" chapters/$chapter*.ipynb ;;
   C) run nbval-$chapter 400 python3 -m pytest -p no:cacheprovider -q -ra --nbval chapters/$chapter*.ipynb \
          --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=330 ;;
-  T) run tests-tensor 300 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu/test_tensor_kernels.py \
+  T) run tests-tensor 300 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu/test_tensor_kernels.py tests/gpu/test_tc_tma.py \
          tests/gpu/test_sanitizer.py tests/gpu/test_jit_target.py tests/gpu/test_size_aware.py ;;
   D) run ncu-query 60 bash -c 'ncu --query-metrics --chip gh100 | grep -E "^lts__t_(sectors|requests)_(srcunit|op)"'
      run ncu-l2 150 ncu --clock-control none --launch-count 2 -k 'regex:nvjet|wgmma_gemm_tmastore_bf16' \
@@ -123,14 +115,12 @@ case $part in
      run bench-tail-BF16 250 python3 -m gemmlab bench --precision BF16 --kernels tc_inner_bf16 tc_tail_bf16 \
          --sizes 8192 4096 --interleaved --json "$out/bench-tail-bf16.json" ;;
   U) run copy-engine 240 python3 drafts/08_copy_engine_experiment.py ;;
-  M) run tma-ws 300 python3 drafts/08_tma_ws_experiment.py ;;
-  J) run deep-tile 300 python3 drafts/08_deep_tile_experiment.py ;;
   V) run probe-data 200 python3 drafts/08_probe_data_experiment.py --kernels ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, F, G, H, J, L, M, Q, S, T, U, V, W, X or Y)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, F, G, H, L, Q, S, T, U, V, W, X or Y)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"

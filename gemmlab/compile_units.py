@@ -107,6 +107,38 @@ def _course_unit(file: Path) -> CompileUnit:
     return CompileUnit(file, generated, _defines(file.name), arch_specific=ARCH_SPECIFIC.get(file.name))
 
 
+def _includes_line(name: str) -> str:
+    """A comment naming the hash of a kernel file that a unit ``#include``s, so that the unit's configuration hash,
+    and with it the provenance line, changes when that file does."""
+    return f"// includes {name} sha256:{provenance.file_sha(name)}\n"
+
+
+ARCH_UNITS = {
+    (tc_configs.SOURCE, tc_configs.TMA_WS.ARCH): lambda: (_includes_line("09_hopper.cu") + tc_configs.TMA_WS.entry_points(),
+                                                           ((tc_configs.TMA_WS.DEFINE, 1),)),
+}
+"""Second units of a file, by (file, architecture): the generated text and the constants of a region compiled for
+that architecture alone (chapter 8's Hopper step, ``TC_TMA_WS``), beside the file's unit for every GPU."""
+
+
+@functools.lru_cache(maxsize=None)
+def arch_unit(name: str, arch: str) -> CompileUnit:
+    """The second unit of the kernel file ``name`` for ``arch`` (:data:`ARCH_UNITS`), e.g. ``08_tensor_core.cu`` for
+    sm_90a: the same file, its region for that GPU opened by a constant, its own entry points."""
+    file = provenance.kernel_path(name)
+    if (file.name, arch) not in ARCH_UNITS:
+        raise KeyError(f"{file.name} has no unit of its own for {arch}; those that do: {sorted(ARCH_UNITS)}")
+    generated, defines = ARCH_UNITS[(file.name, arch)]()
+    return CompileUnit(file, generated, defines, arch_specific=arch)
+
+
+def config_sha(name: str, arch: str | None = None) -> str | None:
+    """The configuration hash gemmlab compiles the file ``name`` with for ``arch`` now: its second unit's for an
+    architecture that has one (:func:`arch_unit`), its course unit's otherwise."""
+    file = provenance.kernel_path(name)
+    return (arch_unit(file.name, arch) if (file.name, arch) in ARCH_UNITS else unit(file)).config_sha
+
+
 def all_units() -> list[CompileUnit]:
     """Every kernel file of the course, as compiled."""
     return [unit(p) for p in sorted(provenance.KERNELS_DIR.glob("*.cu"))]
@@ -115,4 +147,4 @@ def all_units() -> list[CompileUnit]:
 def stale(text: str, root: Path = provenance.ROOT) -> list[str]:
     """Every provenance line in ``text`` that no longer describes what gemmlab compiles now: the file
     changed, or the constants and configurations Python adds to it did (see :func:`gemmlab.provenance.stale`)."""
-    return provenance.stale(text, lambda path: unit(Path(path).name).config_sha, root)
+    return provenance.stale(text, lambda path, arch: config_sha(Path(path).name, arch), root)

@@ -73,9 +73,10 @@ def find(text: str) -> list[Mention]:
     return [Mention(m["path"], m["sha"], m["arch"], m["config"], bool(m["custom"])) for m in LINE_RE.finditer(text)]
 
 
-def stale(text: str, config_sha_of: Callable[[str], str | None], root: Path = ROOT) -> list[str]:
+def stale(text: str, config_sha_of: Callable[[str, str], str | None], root: Path = ROOT) -> list[str]:
     """Describe every provenance line in ``text`` whose hash no longer matches the file under ``root``,
-    or whose configuration hash is not ``config_sha_of(path)`` (the course's configuration now;
+    or whose configuration hash is not ``config_sha_of(path, arch)`` (the course's configuration now, for the
+    architecture the line names: a file can have a unit of its own for one GPU;
     source listings and lines marked custom are checked for the file only)."""
     problems = []
     for m in find(text):
@@ -86,6 +87,6 @@ def stale(text: str, config_sha_of: Callable[[str], str | None], root: Path = RO
         now = short_sha(f.read_text(encoding="utf-8"))
         if now != m.sha:
             problems.append(f"{m.path}: output has sha256:{m.sha}, the file now has sha256:{now}")
-        elif m.arch and not m.custom and m.config != (want := config_sha_of(m.path)):
+        elif m.arch and not m.custom and m.config != (want := config_sha_of(m.path, m.arch)):
             problems.append(f"{m.path}: output has config:{m.config}, gemmlab now compiles it with config:{want}")
     return problems

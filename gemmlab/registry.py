@@ -7,7 +7,7 @@
 - :data:`EARLY_RETURN`: chapter 3's kernel, wrong on purpose.
 - every configuration of ``07_fast.cu`` (:data:`gemmlab.fast_configs.CONFIGS`), by its entry point's name.
 - :func:`tensor_kernels`: chapter 8's ladder for one input format (FP16, BF16, TF32), and every configuration of
-  ``08_tensor_core.cu`` by its entry point's name.
+  ``08_tensor_core.cu`` by its entry point's name; :func:`tma_kernels`, its last step on a Hopper GPU (FP16, BF16).
 
 :func:`lookup` finds any of them by name; :func:`correct_kernels` lists each correct kernel once, for the
 GPU tests. Needs no GPU to list; calling a kernel compiles its file on first use.
@@ -158,6 +158,23 @@ def tensor_kernels(precision: str) -> dict[str, tensor_gemm.TensorGemmKernel]:
     return out
 
 
+TMA_STEP = ("tc_tma", "+ the copies made by the SM's copy engine for a producer warpgroup (Hopper only)")
+"""Chapter 8's last step on a Hopper GPU, as a name and what it adds: ``tc_inner``'s tile and warps, 64-deep tiles in
+a ring of 4 stages filled by the copy engine (:mod:`gemmlab.tc_tma`)."""
+
+
+def tma_kernels(precision: str) -> dict[str, tensor_gemm.TensorGemmKernel]:
+    """Chapter 8's Hopper step for FP16 or BF16 inputs as ``{name: kernel}`` (``tc_tma_f16``); an empty dict for TF32,
+    which it does not take. It runs on a Hopper GPU only: elsewhere it says so when asked
+    (:func:`gemmlab.tensor_gemm.unavailable_reason`), and the bench leaves it out."""
+    from . import tc_tma
+
+    if precision not in tc_configs.TMA_WS.precisions:
+        return {}
+    name = f"{TMA_STEP[0]}_{tensor_gemm.PRECISIONS[precision]}"
+    return {name: replace(tc_tma.tma_kernel(precision, name=name), summary=TMA_STEP[1])}
+
+
 HOPPER_STEPS: tuple[tuple[str, str, str], ...] = (
     ("hopper_v0", "GEMM_V0", "one warpgroup: the copy engine and wgmma, one 64-deep K-tile at a time"),
     ("hopper_ring", "GEMM_WS", "+ a ring of 4 stages, a producer and two consumer warpgroups, 128x256 tiles"),
@@ -195,9 +212,11 @@ def hopper_kernels(precision: str, alternatives: bool = False) -> dict[str, Gemm
 
 def by_precision(precision: str) -> dict[str, GemmKernel]:
     """The kernels ``python -m gemmlab bench --precision`` runs: :func:`kernels` for FP32, else chapter 8's
-    :func:`tensor_kernels` for that input format followed by chapter 9's :func:`hopper_kernels` (its alternatives
-    included)."""
-    return kernels() if precision == "FP32" else {**tensor_kernels(precision), **hopper_kernels(precision, True)}
+    :func:`tensor_kernels` and :func:`tma_kernels` for that input format followed by chapter 9's :func:`hopper_kernels`
+    (its alternatives included)."""
+    if precision == "FP32":
+        return kernels()
+    return {**tensor_kernels(precision), **tma_kernels(precision), **hopper_kernels(precision, True)}
 
 
 def kernels() -> dict[str, GemmKernel]:

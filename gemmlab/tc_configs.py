@@ -134,6 +134,49 @@ def entry_points(configs=CONFIGS) -> str:
     return "\n".join(c.entry_points() for c in configs)
 
 
+@dataclass(frozen=True)
+class TmaWsConfig:
+    """``tc_tma_ws`` (Hopper only): ``tc_inner``'s 128 x 256 tile and 64 x 64 warp tiles, its K-tiles of ``BK``
+    16-bit elements copied by the SM's copy engine into a ring of ``STAGES`` stages for a producer warpgroup of its
+    own (:mod:`gemmlab.tc_tma` launches it). FP16 and BF16 inputs only: TF32's B is stored K-major, another kernel."""
+
+    BK: int = 64
+    STAGES: int = 4
+    BM = 128
+    BN = 256
+    THREADS = 384
+    """8 warps that multiply and a producer warpgroup of 4."""
+    precisions = SIXTEEN_BIT
+    ARCH = "sm_90a"
+    """``setmaxnreg`` and the tensor copies are Hopper's own instructions: the unit compiles for sm_90a alone."""
+    DEFINE = "TC_TMA_WS"
+    """The macro that opens the kernel's region of ``08_tensor_core.cu`` (and its include of ``09_hopper.cu``)."""
+
+    @property
+    def function(self) -> str:
+        return f"tc_tma_ws_k{self.BK}_s{self.STAGES}"
+
+    @property
+    def shared_bytes(self) -> int:
+        """The ring of stages (A's BM x BK tile, B's BK x BN) at 2 bytes an element, and 1 KiB to align it to 1,024
+        bytes, where the copy engine's swizzle pattern starts."""
+        return self.STAGES * (self.BM + self.BN) * self.BK * 2 + 1024
+
+    def entry_points(self) -> str:
+        """The C++ appended to ``08_tensor_core.cu`` in its Hopper unit: a kernel per input format."""
+        return "".join(
+            f'extern "C" __global__ void __launch_bounds__({self.THREADS}, 1)\n'
+            f"{self.function}_{SUFFIXES[p]}(const __grid_constant__ CUtensorMap a_map, "
+            f"const __grid_constant__ CUtensorMap b_map, float* C, int M, int N, int K)\n"
+            f"{{\n    tc_tma_ws<{self.BK}, {self.STAGES}, {KINDS[p]}>(&a_map, &b_map, C, M, N, K);\n}}\n"
+            for p in self.precisions)
+
+
+TMA_WS = TmaWsConfig()
+"""Chapter 8's Hopper step: 64-deep tiles in a ring of 4 stages (193 KiB). In the experiment that chose it
+(``results/tma-ws-h200.txt``) 32-deep tiles in rings of 4 and 6 were 7-10% slower."""
+
+
 def config(function: str) -> TcConfig:
     """The configuration whose entry point (without its precision suffix) is ``function``."""
     for c in CONFIGS:

@@ -25,6 +25,10 @@
 //        BM x BN x BK block tile, WM x WN warp tile.
 //   <type>: f16, bf16 or tf32. On sm_75 (a T4) there is no BF16 or TF32 tensor-core instruction: those entry points
 //   stop with a trap there, and the launcher refuses them before that.
+//   tc_tma_ws_k<BK>_s<STAGES>_<type> (a_map, b_map, C, M, N, K) - Hopper only (sm_90a, f16 and bf16): tc_inner's
+//        128 x 256 tile and warp tiles, its tiles copied by the SM's copy engine (tensor maps, chapter 9) for a
+//        producer warpgroup of its own, the 8 warps that multiply waiting on mbarriers instead of __syncthreads().
+//        Compiled only in gemmlab's second unit of this file (TC_TMA_WS defined, gemmlab.compile_units.arch_unit).
 //
 // One k-step of 16 is one m16n8k16 on sm_80+; on sm_75 it is two m16n8k8, whose fragments are the two halves of
 // the m16n8k16 ones (gemmlab.mma gives both layouts).
@@ -589,3 +593,139 @@ extern "C" __global__ void __launch_bounds__(256) tc_wmma_bf16(const uint16_t* A
 
 // The configurations of tc_gemm are gemmlab's (gemmlab/tc_configs.py): it appends an entry point per configuration
 // and input format to this file, named tc_mma_<BM>x<BN>x<BK>_<WM>x<WN>_s<STAGES>[_swz][_async][_pf][_sp]_<f16|bf16|tf32>.
+
+#ifdef TC_TMA_WS
+// ---- Hopper: the copies taken off the warps that multiply. Chapter 9's mbarrier and copy-engine helpers
+// (barrier_init_count, barrier_expect, barrier_wait, barrier_arrive, tma_load_2d) come from its kernel file, which
+// this unit includes; the unit is compiled for sm_90a alone, as that file is.
+#include "09_hopper.cu"
+
+// [tma_ws]
+// One 128 x 256 tile of C per block, 384 threads: warps 0-7 multiply in tc_inner's 64 x 64 warp tiles, fragments
+// prefetched a k-step ahead; warps 8-11 are the producer warpgroup, of which one thread issues the copies. A stage
+// holds A's BM x BK tile as the engine's box of BK * 2-byte rows in its 64- or 128-byte swizzle (the chapter's XOR
+// swizzle of 16-byte chunks for rows of that length) and B's BK x 256 tile as four boxes of 64 columns (128-byte
+// rows, 128-byte swizzle). Each stage has a "full" mbarrier (one arrival, the producer's, plus the stage's bytes)
+// and an "empty" one (8 arrivals, one per multiplying warp). The engine writes zeros for what lies outside A or B,
+// so edge tiles take the same path as inner ones.
+template <int BK, int STAGES, int KIND>
+__device__ __forceinline__ void tc_tma_ws(const CUtensorMap* a_map, const CUtensorMap* b_map, float* __restrict__ C,
+                                          int M, int N, int K)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int BM = 128, BN = 256, A_ROW = BK * 2, A_BYTES = BM * A_ROW, PANEL = BK * 128, KSTEPS = BK / 16;
+    constexpr int STAGE = A_BYTES + 4 * PANEL, MI = 4, NI = 8;
+    static_assert((BK == 32 || BK == 64) && KSTEPS % 2 == 0, "two fragment sets alternate over the k-steps");
+    extern __shared__ __align__(128) unsigned char raw[];
+    // the tiles start 1024-byte aligned, where the engine's swizzle pattern starts (the launcher asks 1 KiB more)
+    unsigned char* const smem = raw + (1024 - smem_u32(raw) % 1024) % 1024;
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    // the tile's place and its K-tiles, computed after setmaxnreg on each side: a value live across it is spilled
+    auto tile = [&](int& m0, int& n0) {
+        int bm, bn;
+        block_coords(M, N, BM, BN, bm, bn);
+        m0 = bm * BM;
+        n0 = bn * BN;
+        return k_tiles<BK, KIND>(K);
+    };
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            barrier_init_count(full + s, 1);
+            barrier_init_count(empty + s, 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp >= 8) {                     // the producer warpgroup: one thread copies, all give registers back
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        int m0, n0;
+        const int tiles = tile(m0, n0);
+        if (warp == 8 && lane == 0)
+            for (int kt = 0; kt < tiles; ++kt) {
+                const int s = kt % STAGES;
+                if (kt >= STAGES)        // the stage's last tile, kt - STAGES, released by all 8 warps
+                    barrier_wait(empty + s, (kt / STAGES - 1) & 1);
+                barrier_expect(full + s, STAGE);
+                unsigned char* st = smem + s * STAGE;
+                tma_load_2d(st, a_map, kt * BK, m0, full + s);
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    tma_load_2d(st + A_BYTES + j * PANEL, b_map, n0 + 64 * j, kt * BK, full + s);
+            }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    int m0, n0;
+    const int tiles = tile(m0, n0);
+    const int wm0 = warp / 4 * 64, wn0 = warp % 4 * 64;
+    int a_off[KSTEPS], b_off[4];
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)  // the engine's swizzle of A's rows is the chapter's for rows so long
+        a_off[kk] = chunk_offset<A_ROW, true>(wm0 + lane % 16, 2 * kk + lane / 16);
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {        // B: panel chunk / 8, its 128-byte swizzle
+        const int row = lane % 8 + 8 * (lane / 8 % 2), chunk = (wn0 + 16 * t) / 8 + lane / 16;
+        b_off[t] = A_BYTES + chunk / 8 * PANEL + row * 128 + ((chunk % 8) ^ (row % 8)) * 16;
+    }
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                acc[i][j][e] = 0.0f;
+    unsigned a[2][MI][4], b[2][NI][2];
+    auto load_fragments = [&](int stage, int kk, int set) {
+        const unsigned char* st = smem + stage * STAGE;
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+            ldmatrix_x4(a[set][i], st + a_off[kk] + 16 * i * A_ROW);
+#pragma unroll
+        for (int j = 0; j < NI / 2; ++j)
+            ldmatrix_x4_trans(b[set][2 * j][0], b[set][2 * j][1], b[set][2 * j + 1][0], b[set][2 * j + 1][1],
+                              st + b_off[j] + 16 * kk * 128);
+    };
+    auto mma_all = [&](int set) {
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+            for (int j = 0; j < NI; ++j)
+                mma_step<KIND>(acc[i][j], a[set][i], b[set][j]);
+    };
+    if (tiles > 0) {
+        barrier_wait(full, 0);
+        load_fragments(0, 0, 0);
+    }
+    for (int kt = 0; kt < tiles; ++kt) {
+        const int s = kt % STAGES;
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk) {
+            if (kk < KSTEPS - 1) {
+                load_fragments(s, kk + 1, (kk + 1) % 2);
+            } else if (kt + 1 < tiles) {
+                const int next = (kt + 1) % STAGES;
+                barrier_wait(full + next, ((kt + 1) / STAGES) & 1);
+                load_fragments(next, 0, 0);
+            }
+            mma_all(kk % 2);
+            if (kk == KSTEPS - 2) {      // the tile's last fragments are in registers: this warp releases the stage
+                __syncwarp();
+                if (lane == 0)
+                    barrier_arrive(empty + s);
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+            const int r = m0 + wm0 + 16 * i + lane / 4, c = n0 + wn0 + 8 * j + 2 * (lane % 4);
+            store_pair(C, M, N, r, c, acc[i][j][0], acc[i][j][1]);
+            store_pair(C, M, N, r + 8, c, acc[i][j][2], acc[i][j][3]);
+        }
+#endif
+}
+// [/tma_ws]
+#endif

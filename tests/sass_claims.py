@@ -4,6 +4,7 @@ with no GPU. Each returns the claims that do not hold, as sentences; an empty li
 
 HOPPER_OPS = ("HGMMA", "UTMALDG", "UTMASTG", "UTMAREDG", "STG", "LDL", "STL")
 TENSOR_OPS = ("HMMA", "LDSM", "LDGSTS", "LDG", "STS", "BAR", "REDG")
+TMA_STEP_OPS = ("HMMA", "LDSM", "LDGSTS", "UTMALDG", "BAR", "USETMAXREG", "LDL", "STL")
 
 
 def _total(counts: dict, prefix: str) -> int:
@@ -114,4 +115,23 @@ def counted_loop_problems(counted: str, strided: str) -> list[str]:
         out.append("the counted loop does not load 8 values, all before its 8 stores")
     if not c.count("BRA") < ops["strided"].count("BRA") or not ops["strided"].count("LDG") > 8:
         out.append("the strided loop is not the one with more branches and more loads in its code")
+    return out
+
+
+def tma_step_problems(counts: dict) -> list[str]:
+    """Chapter 8's Hopper step (``tc_tma_ws``, sm_90a): its copies are the copy engine's, five boxes per tile (one of
+    A, four of B) and no ``cp.async`` (LDGSTS); the multiplying warps keep ``tc_inner``'s one LDSM per 4 HMMA.16816
+    (+ 8 for the first fragments) and meet one ``__syncthreads()`` only, before the loop (the barriers' set-up); the
+    producer gives registers back and the others take them (``setmaxnreg``: USETMAXREG); no local memory."""
+    out = []
+    if _total(counts, "LDL") or _total(counts, "STL"):
+        out.append("it uses local memory")
+    if _total(counts, "UTMALDG") != 5 or _total(counts, "LDGSTS"):
+        out.append(f"it copies with {_total(counts, 'UTMALDG')} UTMALDG and {_total(counts, 'LDGSTS')} LDGSTS, not 5 and 0")
+    if not _total(counts, "HMMA.16816") or 4 * (_total(counts, "LDSM") - 8) != _total(counts, "HMMA.16816"):
+        out.append("it does not issue one LDSM per 4 HMMA.16816 (+ 8)")
+    if _total(counts, "BAR") != 1:
+        out.append(f"it has {_total(counts, 'BAR')} block barriers, not the one before the loop")
+    if not _total(counts, "USETMAXREG.DEALLOC") or not _total(counts, "USETMAXREG.TRY_ALLOC"):
+        out.append("it does not hand registers from the producer to the multiplying warps")
     return out

@@ -172,7 +172,8 @@ def test_chapter_9_ladder_by_precision():
         assert [k.config for k in hopper.values()] == [getattr(tma, c) for _, c, _ in registry.HOPPER_STEPS]
         assert set(k.config for k in hopper.values()) <= set(tma.GEMMS)
         assert all(n.endswith(f"_{suffix}") and k.name == n and k.precision == p for n, k in hopper.items())
-        assert list(registry.by_precision(p)) == [*registry.tensor_kernels(p), *registry.hopper_kernels(p, True)]
+        assert list(registry.by_precision(p)) == [*registry.tensor_kernels(p), *registry.tma_kernels(p),
+                                                  *registry.hopper_kernels(p, True)]
     assert registry.hopper_kernels("TF32") == {} and "hopper_pairs_f16" in registry.known()
 
 

@@ -24,12 +24,12 @@ def test_stale_detects_a_changed_file(tmp_path):
     f = tmp_path / "kernels" / "x.cu"
     f.write_text("__global__ void k() {}\n")
     output = f"[gemmlab] kernels/x.cu sha256:{provenance.short_sha(f.read_text())} sm_75"
-    assert provenance.stale(output, lambda path: None, tmp_path) == []
+    assert provenance.stale(output, lambda path, arch: None, tmp_path) == []
     f.write_text("__global__ void k() { /* changed */ }\n")
-    [problem] = provenance.stale(output, lambda path: None, tmp_path)
+    [problem] = provenance.stale(output, lambda path, arch: None, tmp_path)
     assert problem.startswith("kernels/x.cu: output has sha256:")
     f.unlink()
-    assert "no longer exists" in provenance.stale(output, lambda path: None, tmp_path)[0]
+    assert "no longer exists" in provenance.stale(output, lambda path, arch: None, tmp_path)[0]
 
 
 def test_stale_detects_a_changed_configuration(monkeypatch):

@@ -5,9 +5,9 @@ GEMMLAB_STRICT_TOOLS=1). The GPU suite checks chapter 9's claims on the cubin th
 
 import pytest
 
-from gemmlab import compile_units, compiler, fast_configs, probes, registry, tc_configs, tma, watchdog
-from sass_claims import (HOPPER_OPS, TENSOR_OPS, bank_model_problems, counted_loop_problems, hopper_problems,
-                         probe_problems, tensor_ladder_problems, vector_load_problems)
+from gemmlab import compile_units, compiler, fast_configs, probes, registry, tc_configs, tc_tma, tma, watchdog
+from sass_claims import (HOPPER_OPS, TENSOR_OPS, TMA_STEP_OPS, bank_model_problems, counted_loop_problems,
+                         hopper_problems, probe_problems, tensor_ladder_problems, tma_step_problems, vector_load_problems)
 
 pytestmark = pytest.mark.usefixtures("nvcc_path")
 
@@ -33,6 +33,14 @@ def test_chapter_8_reads_its_ladders_machine_code_right():
     counts = {name.removesuffix("_f16"): compiler.opcode_counts(sass[k.entry_point], TENSOR_OPS)
               for name, k in kernels.items()}
     assert not tensor_ladder_problems(counts), counts
+
+
+def test_chapter_8_hopper_step_copies_with_the_engine_and_multiplies_as_tc_inner():
+    kernels = [tc_tma.tma_kernel(p) for p in tc_configs.TMA_WS.precisions]
+    unit = tc_tma.unit()
+    sass = compiler.offline_sass(unit, unit.arch_specific, [k.entry_point for k in kernels])
+    counts = {k.entry_point: compiler.opcode_counts(sass[k.entry_point], TMA_STEP_OPS) for k in kernels}
+    assert not any(tma_step_problems(c) for c in counts.values()), counts
 
 
 def test_chapter_8_ceiling_probe_makes_no_register_moves():
@@ -102,3 +110,10 @@ def test_the_claims_can_fail():
                                                        "the strided loop is not the one with more branches and more loads in its code"]
     assert vector_load_problems({"LDG.E.CONSTANT": 80}, {"LDG.E.64.CONSTANT": 4}) == [
         "the vector path has no LDG.E.128", "the scalar path has wide loads"]
+    step = {"HMMA.16816.F32": 128, "LDSM.16.M88.4": 20, "LDSM.16.MT88.4": 20, "UTMALDG.2D": 5, "BAR.SYNC.DEFER_BLOCKING": 1,
+            "USETMAXREG.DEALLOC.CTAPOOL": 1, "USETMAXREG.TRY_ALLOC.CTAPOOL": 1}
+    assert tma_step_problems(step) == []
+    assert tma_step_problems({**step, "LDGSTS.E.BYPASS.128": 16, "BAR.SYNC.DEFER_BLOCKING": 3}) == [
+        "it copies with 5 UTMALDG and 16 LDGSTS, not 5 and 0", "it has 3 block barriers, not the one before the loop"]
+    assert tma_step_problems({**step, "USETMAXREG.TRY_ALLOC.CTAPOOL": 0, "STL.64": 2}) == [
+        "it uses local memory", "it does not hand registers from the producer to the multiplying warps"]

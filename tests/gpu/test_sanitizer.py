@@ -40,11 +40,24 @@ if not tma.hopper_kernel().unavailable_on(device.current()):
 """
 
 
+CHECK_TC_TMA = """
+from gemmlab import device, gpu, tc_configs, tc_tma, tensor_gemm, verify
+gpu.cuda()
+if not tc_tma.tma_kernel().unavailable_on(device.current()):
+    A, B = verify.random_operands(300, 520, 600)  # ragged edges, 10 K-tiles: the ring of 4 goes round twice
+    wrong = [p for p in tc_configs.TMA_WS.precisions
+             if not tensor_gemm.reference(A, B, p).check(tc_tma.tma_kernel(p)(A, B)).ok]
+    assert not wrong, wrong
+"""
+
+
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
-@pytest.mark.parametrize("script", [CHECK_ALL, CHECK_TENSOR, CHECK_HOPPER], ids=["fp32-kernels", "tensor-core-kernels", "hopper-kernels"])
+@pytest.mark.parametrize("script", [CHECK_ALL, CHECK_TENSOR, CHECK_HOPPER, CHECK_TC_TMA],
+                         ids=["fp32-kernels", "tensor-core-kernels", "hopper-kernels", "tensor-core-copy-engine"])
 def test_every_kernel_is_sanitizer_clean(script, tool, request):
     """The FP32 kernels of the registry, then chapter 8's (cp.async rings, ldmatrix, swizzled tiles), then chapter
-    9's (the copy engine, mbarriers, wgmma; on a Hopper GPU only, elsewhere the script checks nothing)."""
+    9's (the copy engine, mbarriers, wgmma) and chapter 8's Hopper step (the copy engine, mbarriers, mma.sync), these
+    two on a Hopper GPU only (elsewhere their scripts check nothing)."""
     if script is CHECK_HOPPER:        # a kernel that hangs fails in test_tma.py; under the tool it would use up the timeout
         script = f"HANGS = {sorted(request.getfixturevalue('hopper_hangs'))!r}\n" + script
     report = watchdog.run_sanitized(tool, script, timeout_s=900)
