@@ -27,7 +27,8 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
 5. **Launching**: :mod:`~gemmlab.checks` (inputs), :mod:`~gemmlab.gemm` (the GEMM kernel class),
    :mod:`~gemmlab.tensor_gemm` (the tensor-core kernels: FP16, BF16 and TF32 inputs),
    :mod:`~gemmlab.probes` (the kernels that are not GEMMs), :mod:`~gemmlab.tma` (tensor maps for Hopper's copy
-   engine, encoded by the driver).
+   engine, encoded by the driver), :mod:`~gemmlab.tc_tma` (chapter 8's Hopper step, ``mma.sync`` fed by that
+   engine).
 6. **Every kernel by name**: :mod:`~gemmlab.registry`.
 7. **Measuring**: :mod:`~gemmlab.bench` (the ladder), :mod:`~gemmlab.precisions` (cuBLAS with tensor
    cores: TF32, FP16, BF16), :mod:`~gemmlab.ceilings`, :mod:`~gemmlab.tuning`,
@@ -50,7 +51,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("finding PyCUDA, the driver and a GPU", ("gpu",)),
     ("compiling and timing", ("compiler", "timing")),
     ("the device and its software", ("device", "environment", "budget", "occupancy_explorer")),
-    ("launching", ("checks", "gemm", "tensor_gemm", "probes", "tma")),
+    ("launching", ("checks", "gemm", "tensor_gemm", "probes", "tma", "tc_tma")),
     ("every kernel by name", ("registry",)),
     ("measuring", ("bench", "precisions", "ceilings", "tuning", "nsight", "driver", "exercises")),
     ("the command line", ("__main__",)),

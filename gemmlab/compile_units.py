@@ -117,8 +117,9 @@ ARCH_UNITS = {
     (tc_configs.SOURCE, tc_configs.TMA_WS.ARCH): lambda: (_includes_line("09_hopper.cu") + tc_configs.TMA_WS.entry_points(),
                                                            ((tc_configs.TMA_WS.DEFINE, 1),)),
 }
-"""Second units of a file, by (file, architecture): the generated text and the constants of a region compiled for
-that architecture alone (chapter 8's Hopper step, ``TC_TMA_WS``), beside the file's unit for every GPU."""
+"""The second units of kernel files, keyed by the file's name and an architecture, each giving the generated text and
+the constants of a region compiled for that architecture alone (chapter 8's Hopper step, ``TC_TMA_WS``), beside the
+file's unit for every GPU."""
 
 
 @functools.lru_cache(maxsize=None)

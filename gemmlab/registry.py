@@ -159,8 +159,8 @@ def tensor_kernels(precision: str) -> dict[str, tensor_gemm.TensorGemmKernel]:
 
 
 TMA_STEP = ("tc_tma", "+ the copies made by the SM's copy engine for a producer warpgroup (Hopper only)")
-"""Chapter 8's last step on a Hopper GPU, as a name and what it adds: ``tc_inner``'s tile and warps, 64-deep tiles in
-a ring of 4 stages filled by the copy engine (:mod:`gemmlab.tc_tma`)."""
+"""The name of chapter 8's last step on a Hopper GPU and what it adds to ``tc_inner``, whose tile and warps it keeps,
+with 64-deep tiles in a ring of 4 stages filled by the copy engine (:mod:`gemmlab.tc_tma`)."""
 
 
 def tma_kernels(precision: str) -> dict[str, tensor_gemm.TensorGemmKernel]:

@@ -6,16 +6,15 @@ The operands are chapter 8's (:func:`gemmlab.tensor_gemm.device_operands`: round
 its tiles: A in boxes of 128 rows x BK columns, in the swizzle as wide as a box's rows (BK = 64: 128 bytes), B in
 boxes of BK rows x 64 columns in the 128-byte swizzle, four per tile. What lies outside a matrix arrives as zeros,
 so every size takes the one path. On any GPU but a Hopper the kernel says why it cannot run, in one sentence
-(:meth:`TmaWsKernel.unavailable_on`), and the bench leaves it out.
+(:class:`gemmlab.tma.Sm90aOnly`), and the bench leaves it out.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
 from dataclasses import dataclass
 
-from . import checks, compile_units, compiler, device, gpu, hopper, tc_configs, tensor_gemm, tma
+from . import checks, compile_units, hopper, tc_configs, tensor_gemm, tma
 from .gemm import DeviceProblem
 from .tc_configs import TMA_WS, TmaWsConfig
 
@@ -40,30 +39,13 @@ def tensor_maps(config: TmaWsConfig, precision: str, M: int, N: int, K: int) -> 
 
 
 @dataclass(frozen=True)
-class TmaWsKernel(tensor_gemm.TensorGemmKernel):
+class TmaWsKernel(tma.Sm90aOnly, tensor_gemm.TensorGemmKernel):
     """``tc_tma_ws`` as a course kernel: chapter 8's operands, checks and reference, launched through the driver with
-    A's and B's tensor maps as ``__grid_constant__`` parameters."""
+    A's and B's tensor maps as ``__grid_constant__`` parameters; elsewhere than on Hopper it says why it cannot run
+    (:class:`gemmlab.tma.Sm90aOnly`)."""
 
+    SM90A_USES = " (the copy engine's tensor copies, setmaxnreg)"
     tma_config: TmaWsConfig = TMA_WS
-
-    def unavailable_on(self, spec: device.DeviceSpec) -> str | None:
-        """Why this kernel cannot run on ``spec`` (or be compiled in this run), in one sentence, or None."""
-        if tuple(spec.compute_capability) != (9, 0):
-            return (f"{self.name} uses sm_90a instructions (the copy engine's tensor copies, setmaxnreg), which only "
-                    f"a Hopper GPU (compute capability 9.0) runs; the {spec.name} is "
-                    f"{spec.compute_capability[0]}.{spec.compute_capability[1]}.")
-        wanted = os.environ.get(compiler.ARCH_VARIABLE, "").strip()      # as compiler.target() reads it, without a GPU
-        if wanted and wanted != "sm_90":
-            return f"{self.name} uses sm_90a instructions and cannot be compiled under {compiler.ARCH_VARIABLE}={wanted}."
-        return super().unavailable_on(spec)                            # the format and the shared memory
-
-    def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
-        if extra_shared:
-            raise ValueError(f"{self.name}: extra shared memory is for chapter 5's kernels, not the tensor-core ones")
-        why = self.unavailable_on(spec)
-        if why:
-            raise gpu.GPUUnavailable(why)
-        return checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
 
     def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
         """Enqueue the kernel on device buffers laid out as :meth:`on_device` makes them."""

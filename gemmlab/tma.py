@@ -191,8 +191,35 @@ GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUST
 (:data:`gemmlab.registry.HOPPER_ALTERNATIVES`) and the candidates."""
 
 
+class Sm90aOnly:
+    """What a course kernel compiled for sm_90a alone adds to :class:`gemmlab.tensor_gemm.TensorGemmKernel` (chapter
+    9's GEMMs, chapter 8's Hopper step): on any other GPU, or under ``GEMMLAB_ARCH``, it says why it cannot run in one
+    sentence, and refuses to launch with :class:`gemmlab.gpu.GPUUnavailable`. ``SM90A_USES`` names the instructions
+    it needs, for that sentence."""
+
+    SM90A_USES = ""
+
+    def unavailable_on(self, spec: device.DeviceSpec) -> str | None:
+        """Why this kernel cannot run on ``spec`` (or be compiled in this run), in one sentence, or None."""
+        if tuple(spec.compute_capability) != (9, 0):
+            return (f"{self.name} uses sm_90a instructions{self.SM90A_USES}, which only a Hopper GPU (compute capability "
+                    f"9.0) runs; the {spec.name} is {spec.compute_capability[0]}.{spec.compute_capability[1]}.")
+        wanted = os.environ.get(compiler.ARCH_VARIABLE, "").strip()      # as compiler.target() reads it, without a GPU
+        if wanted and wanted != "sm_90":
+            return f"{self.name} uses sm_90a instructions and cannot be compiled under {compiler.ARCH_VARIABLE}={wanted}."
+        return super().unavailable_on(spec)                            # the format and the shared memory
+
+    def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
+        if extra_shared:
+            raise ValueError(f"{self.name}: extra shared memory is for chapter 5's kernels")
+        why = self.unavailable_on(spec)
+        if why:
+            raise gpu.GPUUnavailable(why)
+        return checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
+
+
 @dataclass(frozen=True)
-class HopperGemmKernel(tensor_gemm.TensorGemmKernel):
+class HopperGemmKernel(Sm90aOnly, tensor_gemm.TensorGemmKernel):
     """A GEMM of ``09_hopper.cu`` as a course kernel (``C = kernel(A, B)``, :func:`gemmlab.bench.time_gemm`): chapter
     8's kernel for its format, entry point, reference and shared memory (``dynamic_shared`` is the configuration's,
     as :func:`hopper_kernel` sets it), launched with tensor maps encoded once per set of device buffers."""
@@ -207,24 +234,6 @@ class HopperGemmKernel(tensor_gemm.TensorGemmKernel):
         work = -(-M // (c.BM * c.cluster)) * -(-N // c.BN)          # tiles of C, or pairs of them in clusters of two
         room = device.current().sms if c.cluster == 1 else _active_clusters(self)
         return (c.cluster * max(1, min(room, work)), 1, 1)
-
-    def unavailable_on(self, spec: device.DeviceSpec) -> str | None:
-        """Why this kernel cannot run on ``spec`` (or be compiled in this run), in one sentence, or None."""
-        if tuple(spec.compute_capability) != (9, 0):
-            return (f"{self.name} uses sm_90a instructions, which only a Hopper GPU (compute capability 9.0) runs; "
-                    f"the {spec.name} is {spec.compute_capability[0]}.{spec.compute_capability[1]}.")
-        wanted = os.environ.get(compiler.ARCH_VARIABLE, "").strip()      # as compiler.target() reads it, without a GPU
-        if wanted and wanted != "sm_90":
-            return f"{self.name} uses sm_90a instructions and cannot be compiled under {compiler.ARCH_VARIABLE}={wanted}."
-        return super().unavailable_on(spec)                            # the format and the shared memory
-
-    def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
-        if extra_shared:
-            raise ValueError(f"{self.name}: extra shared memory is for chapter 5's kernels")
-        why = self.unavailable_on(spec)
-        if why:
-            raise gpu.GPUUnavailable(why)
-        return checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
 
     def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
         """Enqueue the kernel on device buffers laid out as :meth:`on_device` makes them (with a copy-engine
