@@ -114,8 +114,8 @@ def _includes_line(name: str) -> str:
 
 
 ARCH_UNITS = {
-    (tc_configs.SOURCE, tc_configs.TMA_WS.ARCH): lambda: (_includes_line("09_hopper.cu") + tc_configs.TMA_WS.entry_points(),
-                                                           ((tc_configs.TMA_WS.DEFINE, 1),)),
+    (tc_configs.SOURCE, tc_configs.TMA_WS.ARCH):
+        lambda: (_includes_line("09_hopper.cu") + tc_configs.TMA_WS.entry_points(), ((tc_configs.TMA_WS.DEFINE, 1),)),
 }
 """The second units of kernel files, keyed by the file's name and an architecture, each giving the generated text and
 the constants of a region compiled for that architecture alone (chapter 8's Hopper step, ``TC_TMA_WS``), beside the

@@ -173,8 +173,8 @@ class TmaWsConfig:
 
 
 TMA_WS = TmaWsConfig()
-"""The configuration of chapter 8's Hopper step, 64-deep tiles in a ring of 4 stages (193 KiB). In the experiment that chose it
-(``results/tma-ws-h200.txt``) 32-deep tiles in rings of 4 and 6 were 7-10% slower."""
+"""The configuration of chapter 8's Hopper step, 64-deep tiles in a ring of 4 stages (193 KiB). In the experiment
+that chose it (``results/tma-ws-h200.txt``) 32-deep tiles in rings of 4 and 6 were 7-10% slower."""
 
 
 def config(function: str) -> TcConfig:
