@@ -31,8 +31,9 @@
 # Run on the H200 on 2026-12-02 (results/bulk-copy-h200.txt, the bulk part and the switch only): correct, and three
 # times slower (the loop at 30% of its speed without copies, tc_inner so built at 33-35% of tc_inner). Not adopted:
 # chapter 8 says so. Again the same day with bulk_lean and tma (results/copy-engine-h200.txt): 28.0% and 71.1% of the
-# loop without copies, cp.async 83.4%. tma_ws: not run yet (compiled here: 168 registers at launch, 232 after
-# setmaxnreg, one register spilled once before the loop).
+# loop without copies, cp.async 83.4%. Later again with tma_ws (the third run in results/copy-engine-h200.txt): 95.3%
+# (168 registers at launch, 232 after setmaxnreg, one register spilled once before the loop); chapter 8's Hopper
+# step, tc_tma (gemmlab.tc_tma), is this design as a whole GEMM.
 # Compiled here (--compile): registers and spills. On an sm_90 GPU (about 30 s without the switch, 70 s with it):
 #   timeout 240 python3 drafts/08_copy_engine_experiment.py [--compile]
 import argparse, sys, tempfile

@@ -3,6 +3,8 @@ of its own (the file's sm_90a region, chapter 9's helpers included, provenance t
 the registry, the refusals on other GPUs, its tensor maps, and the claim that the copy engine's swizzles are the
 chapter's own for rows of 64 and 128 bytes (so ldmatrix reads the engine's tiles with chapter 8's addresses)."""
 
+import re
+
 import pytest
 
 from gemmlab import compile_units, compiler, device, hopper, mma, provenance, registry, tc_configs, tc_tma, tensor_gemm
@@ -16,7 +18,7 @@ def test_the_step_has_a_unit_of_its_own_for_sm_90a():
     assert unit.options == ["-DTC_TMA_WS=1"] and "#ifdef TC_TMA_WS" in unit.file_text
     assert f"// includes 09_hopper.cu sha256:{provenance.file_sha('09_hopper.cu')}" in unit.generated
     assert {f"{CONFIG.function}_{s}" for s in ("f16", "bf16")} == set(
-        __import__("re").findall(r'extern "C" __global__ void __launch_bounds__\(384, 1\)\n(\w+)\(', unit.generated))
+        re.findall(r'extern "C" __global__ void __launch_bounds__\(384, 1\)\n(\w+)\(', unit.generated))
     assert unit not in compile_units.all_units()                      # the course unit of the file compiles for every GPU
     with pytest.raises(KeyError, match="no unit of its own"):
         compile_units.arch_unit("07_fast.cu", "sm_90a")
