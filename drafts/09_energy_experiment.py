@@ -18,8 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import compile_units, gpu, precisions, tensor_gemm, timing, tma, verify
-from drafts.variants import cuda_and_cupy, kernel_variant
+from gemmlab import compile_units, gpu, tma, verify
+from drafts.variants import against_cublas, correct_at, cuda_and_cupy, kernel_variant, launch_twice
 
 BASE_GROUP = "#define WS_GROUP 8\n"
 KERNELS = {"last": tma.GEMM_TMA_STORE, "pingpong": tma.GEMM_PINGPONG}
@@ -47,13 +47,7 @@ def once(n, groups):
     gpu.cuda()
     with tempfile.TemporaryDirectory() as tmp:
         kernels = {name: k for name, k in group_kernels(groups, Path(tmp)).items() if name.startswith("last_")}
-        A, B = verify.random_operands(n, n, n, seed=1)
-        for name, k in kernels.items():
-            problem = k.on_device(A, B)
-            problem.launch()
-            problem.launch()
-            print(f"launched {name} twice at {n}^3", flush=True)
-            del problem
+        launch_twice(kernels, *verify.random_operands(n, n, n, seed=1))
 
 
 def main(sizes, groups, seconds):
@@ -62,23 +56,16 @@ def main(sizes, groups, seconds):
     with tempfile.TemporaryDirectory() as tmp:
         kernels = group_kernels(groups, Path(tmp))
         A, B = verify.random_operands(1000, 2000, 777, seed=3)
-        ref = tensor_gemm.reference(A, B, "BF16")
-        print("correct at 1000x2000x777:", {n: ref.check(k(A, B)).ok for n, k in kernels.items()}, flush=True)
+        print("correct at 1000x2000x777:", correct_at(kernels, A, B), flush=True)
         sampler = power.Sampler()
         time.sleep(1.0)
         for n in sizes:
             A, B = verify.random_operands(n, n, n, seed=1)
-            ref = tensor_gemm.reference(A, B, "BF16")
-            wrong = [name for name, k in kernels.items() if not ref.check(k(A, B)).ok]
+            wrong = [name for name, ok in correct_at(kernels, A, B).items() if not ok]
             print(f"{n}^3: {'all correct' if not wrong else 'WRONG: ' + ', '.join(wrong)}", flush=True)
-            run, _ = precisions._cublas_call(cp, A, B, "BF16")
             problems = {name: k.on_device(A, B) for name, k in kernels.items()}
+            run = against_cublas(cp, problems, A, B)
             flops = 2.0 * n ** 3
-            times = timing.interleaved({"cuBLAS": run, **{name: p.launch for name, p in problems.items()}})
-            print(f"interleaved, {n}^3: cuBLAS {flops / times.median_s('cuBLAS') / 1e12:.1f} TFLOP/s", flush=True)
-            for name in problems:
-                median, low, high = times.ratio(name, "cuBLAS")
-                print(f"   {name:12s} of cuBLAS: median {median:.1f}%, quartiles {low:.1f}-{high:.1f}", flush=True)
             print(f"alone for {seconds:.0f} s each, {n}^3:", flush=True)
             base = power.measure(f"cuBLAS {n}^3", run, flops, seconds, sampler)
             time.sleep(1.0)

@@ -45,12 +45,22 @@
 #   V  issue #17: chapter 8's mma.sync probe against the same loop with registers of its own per chain, values near
 #      1.0 or random, short and sustained (clock and power), and tc_tail at 8192^3 (drafts/08_probe_data_experiment.py
 #      --kernels; results/probe-data-h200.txt; about 70 s)
+#   R  issue #18: the last step with L2 priorities on its copies (evict_last / evict_first on A's and B's loads and
+#      C's stores) and tile groups of 8 or 16, interleaved with cuBLAS and alone at the power limit, 4096^3 and 8192^3;
+#      then Nsight Compute's DRAM bytes, L2 hit rate and sectors of each at 4096^3 (drafts/09_l2_residency_experiment.py;
+#      about 250 s)
+#   Z  issue #18: does cuBLAS read fewer L2 sectors because the L2's request coalescer (LRC) merges its blocks'
+#      requests? The LRC metrics this ncu knows, then those of the last step and cuBLAS's kernel at 4096^3, BF16, with
+#      the L2's sectors by source (about 90 s)
+#   O  issue #18: the last step with its persistent unit taken from the TPC (%smid / 2) of the cluster's first block,
+#      and with row-major tile order, checked and interleaved with cuBLAS at 4096^3, then the L2 coalescer's merged
+#      requests of each (drafts/09_sm_order_experiment.py; results/sm-order-h200.txt; about 100 s)
 #   X  chapter 8's four experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups;
 #      results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt, tail-group-tc-inner-h200.txt, measured
 #      on tc_inner before the carried source pointers; about 300 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|Q|S|T|U|V|W|X|Y [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|Q|S|T|U|V|W|X|Y [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|O|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|O|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -117,10 +127,24 @@ case $part in
   U) run copy-engine 240 python3 drafts/08_copy_engine_experiment.py ;;
   V) run probe-data 200 python3 drafts/08_probe_data_experiment.py --kernels ;;
   Y) run carried-pointers 200 python3 drafts/08_carried_pointers_experiment.py ;;
+  R) run l2-residency 330 python3 drafts/09_l2_residency_experiment.py
+     run ncu-l2-residency 240 ncu --clock-control none -k regex:wgmma_gemm_tmastore_bf16 \
+         --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum,$L2_SOURCES \
+         --csv --page details python3 drafts/09_l2_residency_experiment.py --once ;;
+  Z) run ncu-lrc-query 60 bash -c 'ncu --query-metrics --chip gh100 | grep -i -E "^lrc|coalesc"'
+     for m in 'regex:^lrc__.*\.sum$' 'regex:^lrc__'; do
+         run ncu-lrc 200 ncu --clock-control none --launch-count 2 -k 'regex:nvjet|wgmma_gemm_tmastore_bf16' \
+             --metrics "$m" --csv --page details python3 drafts/09_tail_experiment.py --once --cublas
+         grep -q '"lrc__' "$out/logs/ncu-lrc.log" && break
+     done ;;
+  O) run sm-order 150 python3 drafts/09_sm_order_experiment.py
+     run ncu-sm-order 120 ncu --clock-control none -k regex:wgmma_gemm_tmastore_bf16 --metrics \
+         lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,lrc__lts2lrc_sectors_op_read.sum,lts__t_sectors_srcunit_ltcfabric.sum,dram__bytes_read.sum,gpu__time_duration.sum \
+         --csv --page details python3 drafts/09_sm_order_experiment.py --once ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, F, G, H, L, Q, S, T, U, V, W, X or Y)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, F, G, H, L, O, Q, R, S, T, U, V, W, X, Y or Z)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"

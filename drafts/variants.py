@@ -4,7 +4,7 @@ from dataclasses import replace
 from pathlib import Path
 import sys
 
-from gemmlab import bench, compile_units, gpu, registry, tc_configs, tensor_gemm, timing, verify
+from gemmlab import bench, compile_units, gpu, precisions, registry, tc_configs, tensor_gemm, timing, verify
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,3 +85,35 @@ def check_and_time(kernels: dict, precision: str, check_sizes=CHECK_SIZES, sizes
             print(f"   {p} {n}^3 {name:9s} {rate:6.1f} TFLOP/s interleaved, {median:6.1f}% of {base} "
                   f"({low:.1f}-{high:.1f})", flush=True)
         del problems
+
+
+def correct_at(kernels: dict, A, B, precision: str = "BF16") -> dict:
+    """``{name: whether its product of A and B passes the reference check}`` for ``kernels`` (``{name: kernel}``)."""
+    ref = tensor_gemm.reference(A, B, precision)
+    return {name: ref.check(k(A, B)).ok for name, k in kernels.items()}
+
+
+def against_cublas(cp, problems: dict, A, B, precision: str = "BF16"):
+    """``problems`` (``{name: problem on the device}``) timed interleaved with cuBLAS on the same A and B (equal
+    clocks): prints cuBLAS's rate and each one's share of it (median and quartiles of the rounds), returns cuBLAS's
+    call, for more timings."""
+    run, _ = precisions._cublas_call(cp, A, B, precision)
+    (M, K), N = A.shape, B.shape[1]
+    flops = 2.0 * M * N * K
+    times = timing.interleaved({"cuBLAS": run, **{name: p.launch for name, p in problems.items()}})
+    print(f"interleaved, {M}x{N}x{K}: cuBLAS {flops / times.median_s('cuBLAS') / 1e12:.1f} TFLOP/s", flush=True)
+    for name in problems:
+        median, low, high = times.ratio(name, "cuBLAS")
+        print(f"   {name:12s} of cuBLAS: median {median:.1f}%, quartiles {low:.1f}-{high:.1f}", flush=True)
+    return run
+
+
+def launch_twice(kernels: dict, A, B) -> None:
+    """Each of ``kernels`` launched twice on A and B, in the order printed: for Nsight Compute, whose second launch
+    of each is the one to read (the first pays for the tensor maps and the L2's cold start)."""
+    for name, k in kernels.items():
+        problem = k.on_device(A, B)
+        problem.launch()
+        problem.launch()
+        print(f"launched {name} twice at {A.shape[0]}x{B.shape[1]}x{A.shape[1]}", flush=True)
+        del problem

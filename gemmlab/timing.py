@@ -69,7 +69,7 @@ class Interleaved:
     def ratio(self, name: str, reference: str) -> tuple[float, float, float]:
         """``name``'s speed as a percentage of ``reference``'s, round by round (both saw the same clocks in a
         round): the median and the lower and upper quartiles of the per-round percentages."""
-        pct = sorted(100.0 * r / t for r, t in zip(self.seconds[reference], self.seconds[name]))
+        pct = sorted(100.0 * (r / t) for r, t in zip(self.seconds[reference], self.seconds[name]))
         q = len(pct) // 4
         return statistics.median(pct), pct[q], pct[-q - 1]
 

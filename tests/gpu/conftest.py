@@ -54,3 +54,25 @@ def hopper_hangs():
         hangs.add(started[-1])
         todo = todo[todo.index(started[-1]) + 1:]
     return hangs
+
+
+@pytest.fixture(scope="session")
+def tc_tma_hangs():
+    """``{precision: what happened}`` for chapter 8's Hopper step (gemmlab.tc_tma) where a first run in a child
+    process under the watchdog does not finish (compiled here first, so that the child only launches); empty where
+    the step cannot run. As with ``hopper_hangs``, a kernel whose barriers wait forever then fails
+    test_tc_tma.py in seconds, and the sanitizer's script leaves it out instead of using up its timeout."""
+    from gemmlab import device, tc_configs, tc_tma, watchdog
+
+    gpu.cuda()
+    if tc_tma.tma_kernel().unavailable_on(device.current()):
+        return {}
+    hangs = {}
+    for p in tc_configs.TMA_WS.precisions:
+        tc_tma.tma_kernel(p).compiled()
+        code = ("from gemmlab import tc_tma, verify\nA, B = verify.random_operands(300, 520, 200, seed=1)\n"
+                f"tc_tma.tma_kernel({p!r})(A, B)\nprint('done')")
+        outcome = watchdog.run_isolated(code, timeout_s=60)
+        if outcome.status != "ok" or "done" not in outcome.stdout:
+            hangs[p] = str(outcome)
+    return hangs

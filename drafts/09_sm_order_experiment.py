@@ -1,0 +1,69 @@
+# Issue #18: cuBLAS reads 11% fewer sectors from the L2 than chapter 9's last step at 4096^3 because the L2's request
+# coalescer (LRC) merges more of its blocks' requests for the same data ("hardware" coalescing: 5.31 million request
+# sectors against our 1.73 million, of 33.55 million each; results/ncu-h200-lrc-4096.csv). Requests merge when blocks
+# on different SMs ask for the same sectors at about the same time. Does it matter where on the GPU the blocks that
+# share A or B run? This draft builds the last step with the persistent unit taken from the SM the cluster's first
+# block runs on (%smid / 2: a pair of SMs, one TPC, where a cluster of two sits) instead of from blockIdx, so that
+# neighbouring SMs (likely in one GPC) take neighbouring tiles, with the chapter's tile order (groups of 8 rows of pair
+# tiles: neighbours share B) and with row-major order (groups of 1: neighbours share A). Only with the full grid (132
+# blocks); if two clusters sat on one TPC, tiles would be computed twice and others not at all (the check says so).
+# Run on a Hopper GPU with CuPy:   timeout 200 python3 drafts/09_sm_order_experiment.py [--once]
+import argparse, sys, tempfile
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from gemmlab import compile_units, gpu, tma, verify
+from drafts.variants import against_cublas, correct_at, cuda_and_cupy, kernel_variant, launch_twice
+
+SYNC = "        cluster_sync();              // both blocks' barriers exist before either block's copies name them\n    else\n        __syncthreads();\n"
+UNIT_FROM_TPC = SYNC + r"""    if (PERSISTENT && CLUSTER == 2 && gridDim.x == 132) {  // experiment: the unit from the TPC of the cluster's block 0
+        __shared__ unsigned tpc;
+        if (threadIdx.x == 0 && rank == 0) {
+            unsigned sm;
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+            tpc = sm / 2;
+        }
+        cluster_sync();
+        unsigned v;
+        asm volatile("{\n .reg .b32 r;\n mapa.shared::cluster.u32 r, %1, 0;\n ld.shared::cluster.u32 %0, [r];\n}"
+                     : "=r"(v) : "r"(tma_smem(&tpc)) : "memory");
+        unit = v;
+    }
+"""
+EDITS = {
+    "g1": [("#define WS_GROUP 8\n", "#define WS_GROUP 1\n")],
+    "tpc": [("    const int unit = PERSISTENT ? blockIdx.x / CLUSTER", "    int unit = PERSISTENT ? blockIdx.x / CLUSTER"),
+            (SYNC, UNIT_FROM_TPC)],
+}
+EDITS["tpc_g1"] = EDITS["tpc"] + EDITS["g1"]
+
+
+def kernels(tmp: Path) -> dict:
+    out = {"base": tma.hopper_kernel(tma.GEMM_TMA_STORE)}
+    for name, edits in EDITS.items():
+        path = tmp / f"09_hopper_{name}.cu"
+        path.write_text(kernel_variant(tma.SOURCE, *edits))
+        out[name] = replace(tma.hopper_kernel(tma.GEMM_TMA_STORE), source=compile_units.CompileUnit(path, arch_specific="sm_90a"))
+    return out
+
+
+def main(once: bool):
+    gpu.cuda()
+    with tempfile.TemporaryDirectory() as tmp:
+        ks = kernels(Path(tmp))
+        if once:
+            launch_twice(ks, *verify.random_operands(4096, 4096, 4096, seed=1))
+            return
+        cp = cuda_and_cupy()
+        for M, N, K in ((1000, 2000, 777), (4096,) * 3, (8192, 8192, 1024)):
+            print(f"correct at {M}x{N}x{K}:", correct_at(ks, *verify.random_operands(M, N, K, seed=1)), flush=True)
+        A, B = verify.random_operands(4096, 4096, 4096, seed=1)
+        against_cublas(cp, {n: k.on_device(A, B) for n, k in ks.items()}, A, B)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--once", action="store_true", help="each kernel launched twice at 4096^3, for ncu")
+    main(parser.parse_args().once)
