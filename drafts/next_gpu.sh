@@ -55,12 +55,16 @@
 #   O  issue #18: the last step with its persistent unit taken from the TPC (%smid / 2) of the cluster's first block,
 #      and with row-major tile order, checked and interleaved with cuBLAS at 4096^3, then the L2 coalescer's merged
 #      requests of each (drafts/09_sm_order_experiment.py; results/sm-order-h200.txt; about 100 s)
+#   P  issue #18: when the last step's blocks ask for the tiles they share (the producer's requests stamped with
+#      %globaltimer at 4096^3: how long after another request for the same K-tile of the same slab each comes), and a
+#      serpentine tile order checked, timed interleaved and profiled (DRAM reads, coalescer merges)
+#      (drafts/09_phase_experiment.py; about 120 s)
 #   X  chapter 8's four experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups;
 #      results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt, tail-group-tc-inner-h200.txt, measured
 #      on tc_inner before the carried source pointers; about 300 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|O|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|O|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -141,10 +145,14 @@ case $part in
      run ncu-sm-order 120 ncu --clock-control none -k regex:wgmma_gemm_tmastore_bf16 --metrics \
          lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,lrc__lts2lrc_sectors_op_read.sum,lts__t_sectors_srcunit_ltcfabric.sum,dram__bytes_read.sum,gpu__time_duration.sum \
          --csv --page details python3 drafts/09_sm_order_experiment.py --once ;;
+  P) run phase 150 python3 drafts/09_phase_experiment.py
+     run ncu-phase 120 ncu --clock-control none -k regex:wgmma_gemm_tmastore_bf16 --metrics \
+         lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,lrc__lts2lrc_sectors_op_read.sum,dram__bytes_read.sum,gpu__time_duration.sum \
+         --csv --page details python3 drafts/09_phase_experiment.py --once ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, F, G, H, L, O, Q, R, S, T, U, V, W, X, Y or Z)" >&2; exit 2 ;;
+  *) echo "unknown part $part (A, B, C, D, E, F, G, H, L, O, P, Q, R, S, T, U, V, W, X, Y or Z)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
