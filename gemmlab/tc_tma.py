@@ -11,16 +11,10 @@ so every size takes the one path. On any GPU but a Hopper the kernel says why it
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass
 
-from . import checks, compile_units, hopper, tc_configs, tensor_gemm, tma
-from .gemm import DeviceProblem
+from . import compile_units, hopper, tc_configs, tensor_gemm, tma
 from .tc_configs import TMA_WS, TmaWsConfig
-
-_MAPS: dict[tuple, list] = {}
-"""Encoded tensor maps (with the buffers that keep their aligned copies alive) by configuration, format, device
-buffers and size: encoded once, then reused by every launch on the same operands."""
 
 
 def unit():
@@ -48,20 +42,11 @@ class TmaWsKernel(tma.Sm90aOnly, tensor_gemm.TensorGemmKernel):
     tma_config: TmaWsConfig = TMA_WS
 
     def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
-        """Enqueue the kernel on device buffers laid out as :meth:`on_device` makes them."""
+        """Enqueue the kernel on device buffers laid out as ``on_device`` makes them."""
         c = self.tma_config
-        key = (c, self.precision, int(a_ptr), int(b_ptr), M, N, K)
-        if key not in _MAPS:
-            maps = tensor_maps(c, self.precision, M, N, K)
-            _MAPS[key] = [tma._aligned_copy(tma.encode(m, int(p))) for m, p in zip(maps, (a_ptr, b_ptr))]
-        fn = self.compiled().driver_function(self.entry_point, c.shared_bytes)
-        args = [ctypes.c_uint64(int(c_ptr)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K)]
-        tma._launch(fn, self.grid(M, N), c.shared_bytes, [*(address for _, address in _MAPS[key]),
-                                                          *(ctypes.addressof(x) for x in args)], c.THREADS, sync=False)
-
-    def on_device(self, A, B, extra_shared: int = 0) -> DeviceProblem:
-        checks.check_gemm_shapes(A, B)             # the inputs' mistakes are named before any GPU is needed
-        return super().on_device(A, B, extra_shared)
+        maps = tma.map_addresses((c, self.precision, int(a_ptr), int(b_ptr), M, N, K),
+                                 lambda: zip(tensor_maps(c, self.precision, M, N, K), (a_ptr, b_ptr)))
+        tma.launch_with_maps(self, self.grid(M, N), c.shared_bytes, c.THREADS, maps, c_ptr, M, N, K)
 
 
 def tma_kernel(precision: str = "FP16", config: TmaWsConfig = TMA_WS, name: str | None = None) -> TmaWsKernel:

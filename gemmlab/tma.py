@@ -194,8 +194,8 @@ GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUST
 class Sm90aOnly:
     """What a course kernel compiled for sm_90a alone adds to :class:`gemmlab.tensor_gemm.TensorGemmKernel` (chapter
     9's GEMMs, chapter 8's Hopper step): on any other GPU, or under ``GEMMLAB_ARCH``, it says why it cannot run in one
-    sentence, and refuses to launch with :class:`gemmlab.gpu.GPUUnavailable`. ``SM90A_USES`` names the instructions
-    it needs, for that sentence."""
+    sentence, and refuses to launch with :class:`gemmlab.gpu.GPUUnavailable`; wrong shapes are named before a GPU is
+    needed. ``SM90A_USES`` names the instructions it needs, for that sentence."""
 
     SM90A_USES = ""
 
@@ -208,6 +208,10 @@ class Sm90aOnly:
         if wanted and wanted != "sm_90":
             return f"{self.name} uses sm_90a instructions and cannot be compiled under {compiler.ARCH_VARIABLE}={wanted}."
         return super().unavailable_on(spec)                            # the format and the shared memory
+
+    def on_device(self, A, B, extra_shared: int = 0) -> DeviceProblem:
+        checks.check_gemm_shapes(A, B)             # the inputs' mistakes are named before any GPU is needed
+        return super().on_device(A, B, extra_shared)
 
     def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
         if extra_shared:
@@ -238,25 +242,20 @@ class HopperGemmKernel(Sm90aOnly, tensor_gemm.TensorGemmKernel):
     def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
         """Enqueue the kernel on device buffers laid out as :meth:`on_device` makes them (with a copy-engine
         epilogue, C's rows :func:`c_columns` long)."""
-        # A map holds its box (the kernel's tile): a map made for another kernel at the same addresses would
-        # copy fewer bytes than this kernel's barrier expects, and it would wait forever.
         c = self.config
-        key = (c, self.precision, int(a_ptr), int(b_ptr), int(c_ptr) if c.c_map else 0, M, N, K)
-        if key not in _MAPS:
+
+        def maps():
             stride = tensor_gemm.padded_length(K, self.precision) * 2
-            maps = [hopper.matrix_map(rows, K, self.precision, box, c.BK, "128B", stride)
-                    for rows, box in ((M, c.BM), (N, c.BN // c.cluster))]
-            pointers = [a_ptr, b_ptr]
+            out = [(hopper.matrix_map(rows, K, self.precision, box, c.BK, "128B", stride), p)
+                   for rows, box, p in ((M, c.BM, a_ptr), (N, c.BN // c.cluster, b_ptr))]
             if c.c_map:
-                maps.append(hopper.matrix_map(M, N, "FP32", c.c_box_rows, C_BOX[1], "128B", c_columns(c, N) * 4))
-                pointers.append(c_ptr)
-            _MAPS[key] = [_aligned_copy(encode(m, int(p))) for m, p in zip(maps, pointers)]
-        args = [ctypes.c_uint64(int(c_ptr)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K)]
+                out.append((hopper.matrix_map(M, N, "FP32", c.c_box_rows, C_BOX[1], "128B", c_columns(c, N) * 4), c_ptr))
+            return out
+
+        key = (c, self.precision, int(a_ptr), int(b_ptr), int(c_ptr) if c.c_map else 0, M, N, K)
         grid = self.grid(M, N)
-        if c.streamk:
-            args += _streamk_arguments(grid[0])
-        _launch(self.compiled().driver_function(self.entry_point, c.shared), grid, c.shared,
-                [*(address for _, address in _MAPS[key]), *(ctypes.addressof(x) for x in args)], c.threads, sync=False)
+        extra = _streamk_arguments(grid[0]) if c.streamk else []
+        launch_with_maps(self, grid, c.shared, c.threads, map_addresses(key, maps), c_ptr, M, N, K, extra)
 
     def on_device(self, A, B, extra_shared: int = 0) -> DeviceProblem:
         import numpy as np
@@ -324,7 +323,27 @@ _CLUSTERS: dict[tuple, int] = {}
 """Clusters the GPU holds at once, by entry point, threads and shared memory (asked once)."""
 
 _MAPS: dict[tuple, list] = {}
-"""Encoded tensor maps (with the buffers that keep them alive) by device buffers and size: encoded once."""
+"""Encoded tensor maps (with the buffers that keep them alive) by kernel configuration, format, device buffers and
+size: encoded once, then reused by every launch on the same operands."""
+
+
+def map_addresses(key: tuple, maps) -> list[int]:
+    """The addresses of 64-byte-aligned copies of the tensor maps that ``maps()`` returns as ``(TensorMap, device
+    pointer)`` pairs, encoded by the driver the first time ``key`` is asked for. The key must name the kernel's
+    configuration: a map holds its box (the kernel's tile), and a map made for another kernel at the same addresses
+    would copy fewer bytes than this kernel's barrier expects, which would then wait forever."""
+    if key not in _MAPS:
+        _MAPS[key] = [_aligned_copy(encode(m, int(p))) for m, p in maps()]
+    return [address for _, address in _MAPS[key]]
+
+
+def launch_with_maps(kernel, grid, shared: int, threads: int, maps: list[int], c_ptr, M: int, N: int, K: int,
+                     extra=()) -> None:
+    """Enqueue ``kernel`` (a course kernel of an sm_90a unit) without waiting: its tensor maps first (``maps``, from
+    :func:`map_addresses`), then ``C, M, N, K`` and any ``extra`` ctypes values."""
+    args = [ctypes.c_uint64(int(c_ptr)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K), *extra]
+    _launch(kernel.compiled().driver_function(kernel.entry_point, shared), grid, shared,
+            [*maps, *(ctypes.addressof(x) for x in args)], threads, sync=False)
 
 
 PRECISIONS = ("BF16", "FP16")

@@ -28,51 +28,55 @@ def dirty_memory():
     del junk
 
 
+def first_runs_that_hang(setup: str, calls: dict) -> set:
+    """The keys of ``calls`` (``{key: one line of Python}``) whose line does not finish, each run once after
+    ``setup`` in a child process under the watchdog: one child runs them in order, printing each one's index
+    first; when it times out, the last one it started hangs and those after it run again in a new child. A
+    child that hangs before any of them makes them all suspect. Compile their kernels in this process first, so
+    that the children only launch."""
+    from gemmlab import watchdog
+
+    todo, hangs = list(calls), set()
+    while todo:
+        code = setup + "".join(f"print({i}, flush=True)\n{calls[key]}\n" for i, key in enumerate(todo))
+        outcome = watchdog.run_isolated(code, timeout_s=30 + 2 * len(todo))
+        if outcome.status != "timeout":
+            break
+        started = [int(line) for line in outcome.stdout.split()]
+        if not started:
+            return hangs | set(todo)
+        hangs.add(todo[started[-1]])
+        todo = todo[started[-1] + 1:]
+    return hangs
+
+
+OPERANDS = "from gemmlab import tma, tc_tma, verify\nA, B = verify.random_operands(300, 520, 200, seed=1)\n"
+
+
 @pytest.fixture(scope="session")
 def hopper_hangs():
-    """``{(function, precision)}`` of chapter 9's GEMMs that hang, found before any of them runs in this process:
-    each runs once in a child process under the watchdog (the kernel file compiled here first, so that the
-    children only launch). A kernel whose barriers wait forever then fails its own tests in seconds instead of
-    stopping the whole run. Empty where these kernels cannot run."""
-    from gemmlab import compiler, device, tma, watchdog
+    """``{(function, precision)}`` of chapter 9's GEMMs that hang (:func:`first_runs_that_hang`), found before any
+    of them runs in this process. A kernel whose barriers wait forever then fails its own tests in seconds instead
+    of stopping the whole run. Empty where these kernels cannot run."""
+    from gemmlab import compiler, device, tma
 
     gpu.cuda()
     if tma.hopper_kernel().unavailable_on(device.current()):
         return set()
     compiler.load(tma.SOURCE)
-    todo, hangs = [(c.function, p) for c in tma.GEMMS for p in tma.PRECISIONS], set()
-    while todo:
-        code = ("from gemmlab import tma, verify\nA, B = verify.random_operands(300, 520, 200, seed=1)\n"
-                "GEMMS = {c.function: c for c in tma.GEMMS}\n"
-                + "".join(f"print({f!r}, {p!r}, flush=True)\ntma.gemm(A, B, GEMMS[{f!r}], {p!r})\n" for f, p in todo))
-        outcome = watchdog.run_isolated(code, timeout_s=30 + 2 * len(todo))
-        if outcome.status != "timeout":
-            break
-        started = [tuple(line.split()) for line in outcome.stdout.splitlines() if line.strip()]
-        if not started:                                  # the child hung before any kernel: call them all suspect
-            return hangs | set(todo)
-        hangs.add(started[-1])
-        todo = todo[todo.index(started[-1]) + 1:]
-    return hangs
+    return first_runs_that_hang(OPERANDS + "GEMMS = {c.function: c for c in tma.GEMMS}\n",
+                                {(c.function, p): f"tma.gemm(A, B, GEMMS[{c.function!r}], {p!r})"
+                                 for c in tma.GEMMS for p in tma.PRECISIONS})
 
 
 @pytest.fixture(scope="session")
 def tc_tma_hangs():
-    """``{precision: what happened}`` for chapter 8's Hopper step (gemmlab.tc_tma) where a first run in a child
-    process under the watchdog does not finish (compiled here first, so that the child only launches); empty where
-    the step cannot run. As with ``hopper_hangs``, a kernel whose barriers wait forever then fails
-    test_tc_tma.py in seconds, and the sanitizer's script leaves it out instead of using up its timeout."""
-    from gemmlab import device, tc_configs, tc_tma, watchdog
+    """The precisions whose run of chapter 8's Hopper step (gemmlab.tc_tma) hangs, found the same way: it then
+    fails test_tc_tma.py in seconds, and the sanitizer's script leaves it out instead of using up its timeout."""
+    from gemmlab import device, tc_configs, tc_tma
 
     gpu.cuda()
     if tc_tma.tma_kernel().unavailable_on(device.current()):
-        return {}
-    hangs = {}
-    for p in tc_configs.TMA_WS.precisions:
-        tc_tma.tma_kernel(p).compiled()
-        code = ("from gemmlab import tc_tma, verify\nA, B = verify.random_operands(300, 520, 200, seed=1)\n"
-                f"tc_tma.tma_kernel({p!r})(A, B)\nprint('done')")
-        outcome = watchdog.run_isolated(code, timeout_s=60)
-        if outcome.status != "ok" or "done" not in outcome.stdout:
-            hangs[p] = str(outcome)
-    return hangs
+        return set()
+    tc_tma.tma_kernel().compiled()                                   # both formats: one unit, compiled once
+    return first_runs_that_hang(OPERANDS, {p: f"tc_tma.tma_kernel({p!r})(A, B)" for p in tc_configs.TMA_WS.precisions})
