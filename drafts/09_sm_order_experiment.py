@@ -9,13 +9,12 @@
 # blocks); if two clusters sat on one TPC, tiles would be computed twice and others not at all (the check says so).
 # Run on a Hopper GPU with CuPy:   timeout 200 python3 drafts/09_sm_order_experiment.py [--once]
 import argparse, sys, tempfile
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import compile_units, gpu, tma, verify
-from drafts.variants import against_cublas, correct_at, cuda_and_cupy, kernel_variant, launch_twice
+from gemmlab import gpu, verify
+from drafts.variants import against_cublas, correct_at, cuda_and_cupy, last_step_variants, launch_twice
 
 SYNC = "        cluster_sync();              // both blocks' barriers exist before either block's copies name them\n    else\n        __syncthreads();\n"
 UNIT_FROM_TPC = SYNC + r"""    if (PERSISTENT && CLUSTER == 2 && gridDim.x == 132) {  // experiment: the unit from the TPC of the cluster's block 0
@@ -40,19 +39,10 @@ EDITS = {
 EDITS["tpc_g1"] = EDITS["tpc"] + EDITS["g1"]
 
 
-def kernels(tmp: Path) -> dict:
-    out = {"base": tma.hopper_kernel(tma.GEMM_TMA_STORE)}
-    for name, edits in EDITS.items():
-        path = tmp / f"09_hopper_{name}.cu"
-        path.write_text(kernel_variant(tma.SOURCE, *edits))
-        out[name] = replace(tma.hopper_kernel(tma.GEMM_TMA_STORE), source=compile_units.CompileUnit(path, arch_specific="sm_90a"))
-    return out
-
-
 def main(once: bool):
     gpu.cuda()
     with tempfile.TemporaryDirectory() as tmp:
-        ks = kernels(Path(tmp))
+        ks = last_step_variants(Path(tmp), EDITS)
         if once:
             launch_twice(ks, *verify.random_operands(4096, 4096, 4096, seed=1))
             return

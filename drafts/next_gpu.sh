@@ -59,12 +59,16 @@
 #      %globaltimer at 4096^3: how long after another request for the same K-tile of the same slab each comes), and a
 #      serpentine tile order checked, timed interleaved and profiled (DRAM reads, coalescer merges)
 #      (drafts/09_phase_experiment.py; about 120 s)
+#   K  issue #18: the last step with its producer asking on a shared clock (each K-tile's requests wait for the next
+#      multiple of 128, 256 or 512 ns of %globaltimer, so that blocks sharing a tile ask together), and asking for B
+#      before A; checked, timed interleaved with cuBLAS at 4096^3 and 8192^3, then the coalescer's merged sectors and
+#      DRAM reads of each (drafts/09_clock_align_experiment.py; about 150 s)
 #   X  chapter 8's four experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups;
 #      results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt, tail-group-tc-inner-h200.txt, measured
 #      on tc_inner before the carried source pointers; about 300 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|L|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|K|L|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|K|L|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -149,6 +153,10 @@ case $part in
      run ncu-phase 120 ncu --clock-control none -k regex:wgmma_gemm_tmastore_bf16 --metrics \
          lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,lrc__lts2lrc_sectors_op_read.sum,dram__bytes_read.sum,gpu__time_duration.sum \
          --csv --page details python3 drafts/09_phase_experiment.py --once ;;
+  K) run clock-align 300 python3 drafts/09_clock_align_experiment.py
+     run ncu-clock-align 150 ncu --clock-control none -k regex:wgmma_gemm_tmastore_bf16 --metrics \
+         lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,lrc__lts2lrc_sectors_op_read.sum,dram__bytes_read.sum,gpu__time_duration.sum \
+         --csv --page details python3 drafts/09_clock_align_experiment.py --once ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py

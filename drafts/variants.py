@@ -117,3 +117,16 @@ def launch_twice(kernels: dict, A, B) -> None:
         problem.launch()
         print(f"launched {name} twice at {A.shape[0]}x{B.shape[1]}x{A.shape[1]}", flush=True)
         del problem
+
+
+def last_step_variants(tmp: Path, edits: dict, precision: str = "BF16") -> dict:
+    """Chapter 9's last step (``hopper_tmastore``) as ``"base"``, and one kernel per ``{name: edits}`` of ``edits``
+    built from a copy of ``kernels/09_hopper.cu`` with those edits (:func:`kernel_variant`) written under ``tmp``."""
+    from gemmlab import tma
+    out = {"base": tma.hopper_kernel(tma.GEMM_TMA_STORE, precision=precision)}
+    for name, changes in edits.items():
+        path = Path(tmp) / f"09_hopper_{name}.cu"
+        path.write_text(kernel_variant(tma.SOURCE, *changes))
+        unit = compile_units.CompileUnit(path, arch_specific="sm_90a")
+        out[name] = replace(tma.hopper_kernel(tma.GEMM_TMA_STORE, precision=precision), source=unit)
+    return out
