@@ -63,12 +63,15 @@
 #      multiple of 128, 256 or 512 ns of %globaltimer, so that blocks sharing a tile ask together), and asking for B
 #      before A; checked, timed interleaved with cuBLAS at 4096^3 and 8192^3, then the coalescer's merged sectors and
 #      DRAM reads of each (drafts/09_clock_align_experiment.py; about 150 s)
+#   J  issue #18: the last step with consumer 1 starting 500, 1000 or 2000 ns late, so that the two consumers take
+#      turns at the epilogue while sharing every tile; checked, timed interleaved with cuBLAS at the four sizes of the
+#      goal, then the coalescer's merged sectors and DRAM reads of each (drafts/09_lag_experiment.py; about 200 s)
 #   X  chapter 8's four experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups;
 #      results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt, tail-group-tc-inner-h200.txt, measured
 #      on tc_inner before the carried source pointers; about 300 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|K|L|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|K|L|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|J|K|L|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|J|K|L|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -157,6 +160,10 @@ case $part in
      run ncu-clock-align 150 ncu --clock-control none -k regex:wgmma_gemm_tmastore_bf16 --metrics \
          lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,lrc__lts2lrc_sectors_op_read.sum,dram__bytes_read.sum,gpu__time_duration.sum \
          --csv --page details python3 drafts/09_clock_align_experiment.py --once ;;
+  J) run lag 400 python3 drafts/09_lag_experiment.py
+     run ncu-lag 150 ncu --clock-control none -k regex:wgmma_gemm_tmastore_bf16 --metrics \
+         lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,lrc__lts2lrc_sectors_op_read.sum,dram__bytes_read.sum,gpu__time_duration.sum \
+         --csv --page details python3 drafts/09_lag_experiment.py --once ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py

@@ -1,0 +1,58 @@
+# Issue #18: can the two consumer warpgroups of the last step take turns at the epilogue, as ping-pong's do, while
+# still sharing every tile of A and B (cooperative, half ping-pong's L2 bytes)? In the last step both consumers wait
+# on the same full barriers, finish a tile together and store it together, and the tensor cores wait for both
+# (ping-pong does 1.6% more work per cycle at 4096^3, results/power-h200.txt). Here consumer 1 starts D ns late
+# (%globaltimer), once, at the start of the launch. Nothing else changes: consumer 0 then runs ahead as far as the
+# ring lets it (the producer refills a stage only when both have released it), finishes each tile first and stores it
+# while consumer 1 computes its last K-tiles alone, which one warpgroup's wgmma can do at the full rate; the lag
+# renews itself at every tile. Parity waits stay exact: each consumer waits on every fill of every stage in turn.
+# D = 500, 1000, 2000 ns (a K-tile takes about 640 ns with both consumers, the ring holds 4). Checked at awkward
+# sizes, timed interleaved with cuBLAS and the last step at 4096^3, 8192^3, 2048^3 and 6144x4096x2048, and with
+# --once launched for Nsight Compute.
+# Run on a Hopper GPU with CuPy:   timeout 300 python3 drafts/09_lag_experiment.py [--once]
+import argparse, sys, tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from gemmlab import gpu, verify
+from drafts.variants import against_cublas, correct_at, cuda_and_cupy, last_step_variants, launch_twice
+
+CONSUMER = "        const int c = group - 1;\n        float d[128];\n        int it = 0;\n"
+
+
+def lagging(delay_ns: int) -> list:
+    """Consumer 1 of ws_gemm waits ``delay_ns`` of %globaltimer before its first K-tile."""
+    wait = f"""        if (PERSISTENT && CLUSTER == 2 && c == 1) {{                 // experiment: consumer 1 starts late
+            unsigned long long start, now;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+            do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); while (now - start < {delay_ns}ull);
+        }}
+"""
+    return [(CONSUMER, CONSUMER + wait)]
+
+
+EDITS = {f"lag{d}": lagging(d) for d in (500, 1000, 2000)}
+SIZES = ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (6144, 4096, 2048))
+
+
+def main(once: bool):
+    gpu.cuda()
+    with tempfile.TemporaryDirectory() as tmp:
+        ks = last_step_variants(Path(tmp), EDITS)
+        if once:
+            launch_twice(ks, *verify.random_operands(4096, 4096, 4096, seed=1))
+            return
+        cp = cuda_and_cupy()
+        for M, N, K in ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (8192, 8192, 1024)):
+            print(f"correct at {M}x{N}x{K}:", correct_at(ks, *verify.random_operands(M, N, K, seed=1)), flush=True)
+        for M, N, K in SIZES:
+            A, B = verify.random_operands(M, N, K, seed=1)
+            print(f"correct at {M}x{N}x{K}:", correct_at(ks, A, B), flush=True)
+            against_cublas(cp, {name: k.on_device(A, B) for name, k in ks.items()}, A, B)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--once", action="store_true", help="each kernel launched twice at 4096^3, for ncu")
+    main(parser.parse_args().once)
