@@ -12,7 +12,7 @@
 # that the columns of B a group ends on are the ones the next group starts on, still in the L2), checked and timed
 # interleaved with cuBLAS, and its DRAM reads and merged sectors with --once under Nsight Compute.
 # Run on a Hopper GPU with CuPy:   timeout 200 python3 drafts/09_phase_experiment.py [--once]
-import argparse, ctypes, statistics, sys, tempfile
+import argparse, statistics, sys, tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,7 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import compile_units, gpu, tma, verify
-from drafts.variants import against_cublas, correct_at, cuda_and_cupy, kernel_variant, launch_twice
+from drafts.variants import against_cublas, correct_at, cuda_and_cupy, device_array, kernel_variant, launch_twice
 
 STAMPS = 320                                   # requests recorded per block: 5 tiles of 64 K-tiles
 GROUP = 8                                      # WS_GROUP of the chapter's kernel file (checked below)
@@ -50,13 +50,8 @@ def kernels(tmp: Path, names) -> dict:
 
 
 def read_stamps(kernel) -> np.ndarray:
-    """The array the stamping kernel wrote, (132 blocks, STAMPS) nanoseconds, from the module its launches used."""
-    module = kernel.compiled()._driver_module
-    ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
-    gpu.driver_call("cuModuleGetGlobal_v2", ctypes.byref(ptr), ctypes.byref(size), module, b"request_stamps")
-    out = np.zeros(132 * STAMPS, np.uint64)
-    gpu.driver_call("cuMemcpyDtoH_v2", out.ctypes.data_as(ctypes.c_void_p), ptr, size)
-    return out.reshape(132, STAMPS)
+    """The array the stamping kernel wrote, (132 blocks, STAMPS) nanoseconds."""
+    return device_array(kernel, "request_stamps", np.uint64, 132 * STAMPS).reshape(132, STAMPS)
 
 
 def tile_of(t: int, tiles_m: int, tiles_n: int) -> tuple[int, int]:

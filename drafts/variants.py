@@ -119,14 +119,30 @@ def launch_twice(kernels: dict, A, B) -> None:
         del problem
 
 
-def last_step_variants(tmp: Path, edits: dict, precision: str = "BF16") -> dict:
-    """Chapter 9's last step (``hopper_tmastore``) as ``"base"``, and one kernel per ``{name: edits}`` of ``edits``
-    built from a copy of ``kernels/09_hopper.cu`` with those edits (:func:`kernel_variant`) written under ``tmp``."""
+def last_step_variants(tmp: Path, edits: dict, precision: str = "BF16", config=None) -> dict:
+    """Chapter 9's last step (``hopper_tmastore``), or the GEMM of ``09_hopper.cu`` that ``config`` names, as
+    ``"base"``, and one kernel per ``{name: edits}`` of ``edits`` built from a copy of ``kernels/09_hopper.cu`` with
+    those edits (:func:`kernel_variant`) written under ``tmp``."""
     from gemmlab import tma
-    out = {"base": tma.hopper_kernel(tma.GEMM_TMA_STORE, precision=precision)}
+    config = config or tma.GEMM_TMA_STORE
+    out = {"base": tma.hopper_kernel(config, precision=precision)}
     for name, changes in edits.items():
         path = Path(tmp) / f"09_hopper_{name}.cu"
         path.write_text(kernel_variant(tma.SOURCE, *changes))
         unit = compile_units.CompileUnit(path, arch_specific="sm_90a")
-        out[name] = replace(tma.hopper_kernel(tma.GEMM_TMA_STORE, precision=precision), source=unit)
+        out[name] = replace(tma.hopper_kernel(config, precision=precision), source=unit)
+    return out
+
+
+def device_array(kernel, symbol: str, dtype, count: int):
+    """The ``__device__`` array ``symbol`` (``count`` items of ``dtype``) of the module that ``kernel``'s launches
+    used, copied back through the driver: what an instrumented kernel wrote."""
+    import ctypes
+    import numpy as np
+    module = kernel.compiled()._driver_module
+    ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
+    gpu.driver_call("cuModuleGetGlobal_v2", ctypes.byref(ptr), ctypes.byref(size), module, symbol.encode())
+    out = np.zeros(count, dtype)
+    assert size.value == out.nbytes, f"{symbol}: {size.value} bytes on the device, {out.nbytes} expected"
+    gpu.driver_call("cuMemcpyDtoH_v2", out.ctypes.data_as(ctypes.c_void_p), ptr, size)
     return out
