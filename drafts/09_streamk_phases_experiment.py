@@ -5,12 +5,13 @@
 # 30 MB more from DRAM (results/ncu-h200-hopper-4096.csv). Candidates: the wait for a first part's stores to reach C
 # before its flag goes up (cp.async.bulk.wait_group 0, in the middle of the unit's range), the adds of every unit's
 # last part all at the end of the launch, the waits for flags, and K-tiles fetched out of step.
-# This draft stamps %globaltimer in consumer 0 of every block at each portion's start, the end of its main loop,
-# after its wait for a flag, and after its stores (and flag) have been issued, and once at the end; prints, for the
-# whole tiles and the shared parts, what each phase takes. Then 'late': the flag of a first part raised after the next
-# portion's main loop (or at the end) instead of right after its stores, so that no wait_group 0 holds up the
-# tensor cores in the middle of the range (the part before it waits only at its own end). Both checked, timed
-# interleaved with cuBLAS and the last step at 4096^3 and 8192^3, and the stamps of both at 4096^3.
+# This draft stamps %globaltimer in consumer 0 of every block at each portion's start, the end of its main loop, after
+# its wait for a flag, and after its stores (and flag) have been issued, and once at the end; prints, for the whole
+# tiles and the shared parts, what each phase takes, and when each unit's last stores had left. Then 'late': the flag
+# of a first part raised after the next portion's main loop (or at the end) instead of right after its stores, so that
+# no wait_group 0 holds up the tensor cores in the middle of the range (the part before it waits only at its own end).
+# Both checked, timed interleaved with cuBLAS and the last step at 4096^3 and 8192^3, and the stamps of both at
+# 4096^3.
 # Run on a Hopper GPU with CuPy:   timeout 300 python3 drafts/09_streamk_phases_experiment.py
 import statistics, sys, tempfile
 from pathlib import Path
@@ -39,6 +40,7 @@ AWAIT = "                await_part(flags + (walk.holder(t, ke) * CLUSTER + rank
 RAISE = ("            if (STREAMK && kb > 0)                                   // a part that the one before it waits for\n"
          "                raise_when_stored(flags + blockIdx.x * WS_CONSUMERS + c, epoch);\n")
 END = "        if (STORE == 0 && threadIdx.x % 128 == 0)                    // every box has left before the block does\n"
+DRAIN = "            asm volatile(\"cp.async.bulk.wait_group 0;\" ::: \"memory\");\n"
 
 STAMPS = [("// [gemm_ws]\n", ARRAYS),
           (CONSUMER, CONSUMER + "        int xp = 0;\n"),
@@ -48,7 +50,8 @@ STAMPS = [("// [gemm_ws]\n", ARRAYS),
           (BUFFERS, BUFFERS + "            XSTAMP(xp * 4 + 1);\n"),
           (AWAIT, AWAIT + "                XSTAMP(xp * 4 + 2);\n"),
           (RAISE, RAISE + "            XSTAMP(xp * 4 + 3);\n            ++xp;\n"),
-          (END, "        XSTAMP(36);\n" + END)]
+          (END, "        XSTAMP(36);\n" + END),
+          (END + DRAIN, END + DRAIN + "        XSTAMP(37);\n")]
 LATE_RAISE = "                raise_when_stored(flags + blockIdx.x * WS_CONSUMERS + c, epoch);\n"
 LATE = [(CONSUMER, CONSUMER + "        bool owed = false;                                           // experiment: a flag to raise\n"),
         (BUFFERS, BUFFERS + "            if (STREAMK && owed) {                                   // the part before is long in C\n"
@@ -66,7 +69,8 @@ def phases(kernel, n: int) -> None:
     p = device_array(kernel, "xparts", np.int32, 132 * SLOTS).reshape(132, SLOTS)
     t0, k_tiles = s[:, 0].min(), n // 64
     whole = {"per K-tile": [], "stores": []}
-    shared = {"per K-tile": [], "flag wait": [], "stores (+ flag)": [], "round starts": [], "unit ends": []}
+    shared = {"per K-tile": [], "flag wait": [], "stores (+ flag)": [], "round starts": [], "unit ends": [],
+              "stores drained": []}
     for b in range(132):
         first_shared = True
         for q in range(9):
@@ -86,6 +90,7 @@ def phases(kernel, n: int) -> None:
                 shared["flag wait"].append(awaited - loop_end)
             shared["stores (+ flag)"].append(stored - (awaited or loop_end))
         shared["unit ends"].append(s[b, 36] - t0)
+        shared["stores drained"].append(s[b, 37] - t0)
     for name, d in (("whole tiles", whole), ("shared parts", shared)):
         print(f"   {name}: " + "; ".join(f"{k} median {statistics.median(v):.0f} ns (min {min(v):.0f}, max {max(v):.0f})"
                                          for k, v in d.items() if v), flush=True)
