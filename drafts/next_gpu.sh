@@ -69,12 +69,15 @@
 #   I  issue #18: where stream-K's shared round loses its time at 4096^3 (%globaltimer stamps of every phase), and
 #      stream-K with each first part's flag raised after the next main loop; checked, timed interleaved with cuBLAS
 #      and the last step at 4096^3 and 8192^3 (drafts/09_streamk_phases_experiment.py; about 150 s)
+#   M  issue #18: the last step with the clusters of odd units starting 1.5 or 3 us late, so that not every block
+#      stores its tile of C at once; the epilogue stamped, checked, timed interleaved with cuBLAS at 4096^3 and
+#      8192^3 (drafts/09_stagger_experiment.py; about 90 s)
 #   X  chapter 8's four experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups;
 #      results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt, tail-group-tc-inner-h200.txt, measured
 #      on tc_inner before the carried source pointers; about 300 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|I|J|K|L|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|I|J|K|L|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|I|J|K|L|M|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|I|J|K|L|M|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -168,6 +171,7 @@ case $part in
          lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,lrc__lts2lrc_sectors_op_read.sum,dram__bytes_read.sum,gpu__time_duration.sum \
          --csv --page details python3 drafts/09_lag_experiment.py --once ;;
   I) run streamk-phases 400 python3 drafts/09_streamk_phases_experiment.py ;;
+  M) run stagger 300 python3 drafts/09_stagger_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py

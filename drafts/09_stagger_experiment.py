@@ -1,0 +1,65 @@
+# Issue #18: the last step's epilogue takes 3.0 us a tile at 4096^3 (median; 2.2-4.4), 7% of a tile whose main loop
+# takes 41 us (640 ns a K-tile, the tensor cores' rate at the clock of the run), and the tensor cores wait through it
+# (drafts/09_streamk_phases_experiment.py, 2026-12-02, results/streamk-phases-h200.txt). All 132 blocks start
+# together, run K-loops of one length and so store their 128 KiB of C at the same moment: 17 MB in about 3 us, some
+# 5.8 TB/s into the L2. Is the epilogue slow because everyone stores at once? Here the clusters of odd units start
+# 1.5 or 3 us late (%globaltimer), so that half the blocks store while the other half compute; the stamps of the
+# stream-K draft, made unconditional, measure each epilogue again. Checked, timed interleaved with cuBLAS and the last
+# step at 4096^3 and 8192^3.
+# Run on a Hopper GPU with CuPy:   timeout 300 python3 drafts/09_stagger_experiment.py
+import importlib.util, sys, tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from gemmlab import gpu, tma, verify
+from drafts.variants import against_cublas, correct_at, cuda_and_cupy, last_step_variants
+
+_spec = importlib.util.spec_from_file_location("phases", ROOT / "drafts" / "09_streamk_phases_experiment.py")
+phases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(phases)
+
+# The stream-K draft's stamps, taken in the last step (no STREAMK) too.
+STAMPS = [(old, new.replace("if (STREAMK && c == 0", "if (PERSISTENT && CLUSTER == 2 && c == 0")) for old, new in phases.STAMPS]
+SYNC = "        cluster_sync();              // both blocks' barriers exist before either block's copies name them\n    else\n        __syncthreads();\n"
+
+
+def staggered(delay_ns: int) -> list:
+    """Both blocks of every odd unit's cluster wait ``delay_ns`` of %globaltimer before they start."""
+    wait = f"""    if (PERSISTENT && CLUSTER == 2 && unit % 2 == 1) {{              // experiment: odd units start late
+        unsigned long long start, now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+        do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); while (now - start < {delay_ns}ull);
+    }}
+"""
+    return [(SYNC, SYNC + wait)]
+
+
+EDITS = {"stamp": STAMPS, "stag1500": staggered(1500), "stag3000": staggered(3000),
+         "stag3000_stamp": staggered(3000) + STAMPS}
+
+
+def main():
+    gpu.cuda()
+    cp = cuda_and_cupy()
+    with tempfile.TemporaryDirectory() as tmp:
+        ks = last_step_variants(Path(tmp), EDITS, config=tma.GEMM_TMA_STORE)
+        for M, N, K in ((1, 1, 1), (1000, 2000, 777), (4096, 4096, 4096)):
+            print(f"correct at {M}x{N}x{K}:", correct_at(ks, *verify.random_operands(M, N, K, seed=1)), flush=True)
+        A, B = verify.random_operands(4096, 4096, 4096, seed=1)
+        for name in ("stamp", "stag3000_stamp"):
+            problem = ks[name].on_device(A, B)
+            for _ in range(3):
+                problem.launch()
+            gpu.cuda().Context.synchronize()
+            print(f"{name}, 4096^3, the third launch (ns from the first block's start):", flush=True)
+            phases.phases(ks[name], 4096)
+            del problem
+        timed = {name: k for name, k in ks.items() if "stamp" not in name}
+        for n in (4096, 8192):
+            A, B = verify.random_operands(n, n, n, seed=1)
+            against_cublas(cp, {name: k.on_device(A, B) for name, k in timed.items()}, A, B)
+
+
+if __name__ == "__main__":
+    main()
