@@ -9,13 +9,12 @@
 # cooperative mainloop orders the multicast operand first. Each is checked at awkward sizes, timed interleaved with
 # cuBLAS and the last step at 4096^3 and 8192^3, and with --once launched for Nsight Compute (merged sectors, DRAM).
 # Run on a Hopper GPU with CuPy:   timeout 200 python3 drafts/09_clock_align_experiment.py [--once]
-import argparse, sys, tempfile
+import argparse, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import gpu, verify
-from drafts.variants import against_cublas, correct_at, cuda_and_cupy, last_step_variants, launch_twice
+from drafts.variants import last_step_experiment
 
 EXPECT = "                    barrier_expect(&full[s], A_STAGE + B_STAGE);\n"
 
@@ -46,19 +45,8 @@ EDITS = {"t128": aligned(128), "t256": aligned(256), "t512": aligned(512),
 
 
 def main(once: bool):
-    gpu.cuda()
-    with tempfile.TemporaryDirectory() as tmp:
-        ks = last_step_variants(Path(tmp), EDITS)
-        if once:
-            launch_twice(ks, *verify.random_operands(4096, 4096, 4096, seed=1))
-            return
-        cp = cuda_and_cupy()
-        for M, N, K in ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (8192, 8192, 1024)):
-            print(f"correct at {M}x{N}x{K}:", correct_at(ks, *verify.random_operands(M, N, K, seed=1)), flush=True)
-        for n in (4096, 8192):
-            A, B = verify.random_operands(n, n, n, seed=1)
-            print(f"correct at {n}^3:", correct_at(ks, A, B), flush=True)
-            against_cublas(cp, {name: k.on_device(A, B) for name, k in ks.items()}, A, B)
+    last_step_experiment(EDITS, ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (8192, 8192, 1024)),
+                         ((4096,) * 3, (8192,) * 3), once, check_timed=True)
 
 
 if __name__ == "__main__":

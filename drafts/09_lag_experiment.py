@@ -10,13 +10,12 @@
 # sizes, timed interleaved with cuBLAS and the last step at 4096^3, 8192^3, 2048^3 and 6144x4096x2048, and with
 # --once launched for Nsight Compute.
 # Run on a Hopper GPU with CuPy:   timeout 300 python3 drafts/09_lag_experiment.py [--once]
-import argparse, sys, tempfile
+import argparse, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import gpu, verify
-from drafts.variants import against_cublas, correct_at, cuda_and_cupy, last_step_variants, launch_twice
+from drafts.variants import last_step_experiment
 
 CONSUMER = "        const int c = group - 1;\n        float d[128];\n        int it = 0;\n"
 
@@ -37,19 +36,8 @@ SIZES = ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (6144, 4096
 
 
 def main(once: bool):
-    gpu.cuda()
-    with tempfile.TemporaryDirectory() as tmp:
-        ks = last_step_variants(Path(tmp), EDITS)
-        if once:
-            launch_twice(ks, *verify.random_operands(4096, 4096, 4096, seed=1))
-            return
-        cp = cuda_and_cupy()
-        for M, N, K in ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (8192, 8192, 1024)):
-            print(f"correct at {M}x{N}x{K}:", correct_at(ks, *verify.random_operands(M, N, K, seed=1)), flush=True)
-        for M, N, K in SIZES:
-            A, B = verify.random_operands(M, N, K, seed=1)
-            print(f"correct at {M}x{N}x{K}:", correct_at(ks, A, B), flush=True)
-            against_cublas(cp, {name: k.on_device(A, B) for name, k in ks.items()}, A, B)
+    last_step_experiment(EDITS, ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (8192, 8192, 1024)),
+                         SIZES, once, check_timed=True)
 
 
 if __name__ == "__main__":

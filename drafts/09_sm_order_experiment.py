@@ -8,13 +8,12 @@
 # tiles: neighbours share B) and with row-major order (groups of 1: neighbours share A). Only with the full grid (132
 # blocks); if two clusters sat on one TPC, tiles would be computed twice and others not at all (the check says so).
 # Run on a Hopper GPU with CuPy:   timeout 200 python3 drafts/09_sm_order_experiment.py [--once]
-import argparse, sys, tempfile
+import argparse, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import gpu, verify
-from drafts.variants import against_cublas, correct_at, cuda_and_cupy, last_step_variants, launch_twice
+from drafts.variants import last_step_experiment
 
 SYNC = "        cluster_sync();              // both blocks' barriers exist before either block's copies name them\n    else\n        __syncthreads();\n"
 UNIT_FROM_TPC = SYNC + r"""    if (PERSISTENT && CLUSTER == 2 && gridDim.x == 132) {  // experiment: the unit from the TPC of the cluster's block 0
@@ -40,17 +39,7 @@ EDITS["tpc_g1"] = EDITS["tpc"] + EDITS["g1"]
 
 
 def main(once: bool):
-    gpu.cuda()
-    with tempfile.TemporaryDirectory() as tmp:
-        ks = last_step_variants(Path(tmp), EDITS)
-        if once:
-            launch_twice(ks, *verify.random_operands(4096, 4096, 4096, seed=1))
-            return
-        cp = cuda_and_cupy()
-        for M, N, K in ((1000, 2000, 777), (4096,) * 3, (8192, 8192, 1024)):
-            print(f"correct at {M}x{N}x{K}:", correct_at(ks, *verify.random_operands(M, N, K, seed=1)), flush=True)
-        A, B = verify.random_operands(4096, 4096, 4096, seed=1)
-        against_cublas(cp, {n: k.on_device(A, B) for n, k in ks.items()}, A, B)
+    last_step_experiment(EDITS, ((1000, 2000, 777), (4096,) * 3, (8192, 8192, 1024)), ((4096,) * 3,), once)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import gpu, tma, verify
-from drafts.variants import against_cublas, correct_at, cuda_and_cupy, last_step_variants
+from gemmlab import gpu, tma
+from drafts.variants import cuda_and_cupy, last_step_variants, print_correct
 
 _spec = importlib.util.spec_from_file_location("phases", ROOT / "drafts" / "09_streamk_phases_experiment.py")
 phases = importlib.util.module_from_spec(_spec)
@@ -44,21 +44,8 @@ def main():
     cp = cuda_and_cupy()
     with tempfile.TemporaryDirectory() as tmp:
         ks = last_step_variants(Path(tmp), EDITS, config=tma.GEMM_TMA_STORE)
-        for M, N, K in ((1, 1, 1), (1000, 2000, 777), (4096, 4096, 4096)):
-            print(f"correct at {M}x{N}x{K}:", correct_at(ks, *verify.random_operands(M, N, K, seed=1)), flush=True)
-        A, B = verify.random_operands(4096, 4096, 4096, seed=1)
-        for name in ("stamp", "stag3000_stamp"):
-            problem = ks[name].on_device(A, B)
-            for _ in range(3):
-                problem.launch()
-            gpu.cuda().Context.synchronize()
-            print(f"{name}, 4096^3, the third launch (ns from the first block's start):", flush=True)
-            phases.phases(ks[name], 4096)
-            del problem
-        timed = {name: k for name, k in ks.items() if "stamp" not in name}
-        for n in (4096, 8192):
-            A, B = verify.random_operands(n, n, n, seed=1)
-            against_cublas(cp, {name: k.on_device(A, B) for name, k in timed.items()}, A, B)
+        print_correct(ks, ((1, 1, 1), (1000, 2000, 777), (4096, 4096, 4096)))
+        phases.stamped_then_timed(cp, ks)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import gpu, tma, verify
-from drafts.variants import against_cublas, correct_at, cuda_and_cupy, device_array, last_step_variants
+from drafts.variants import (cuda_and_cupy, device_array, last_step_variants, launched_three_times, print_correct,
+                             time_against_cublas)
 
 SLOTS = 40                    # per block: 4 per portion (at most 9 portions), the end in slot 36
 ARRAYS = f"""__device__ unsigned long long xstamps[132 * {SLOTS}];   // experiment
@@ -96,27 +97,25 @@ def phases(kernel, n: int) -> None:
                                          for k, v in d.items() if v), flush=True)
 
 
+def stamped_then_timed(cp, ks: dict) -> None:
+    """The phases of each stamped kernel of ``ks`` (a name with 'stamp') at 4096^3, then the others interleaved with
+    cuBLAS at 4096^3 and 8192^3."""
+    A, B = verify.random_operands(4096, 4096, 4096, seed=1)
+    for name in (name for name in ks if "stamp" in name):
+        launched_three_times(ks[name], A, B)
+        print(f"{name}, 4096^3, the third launch (ns from the first block's start):", flush=True)
+        phases(ks[name], 4096)
+    time_against_cublas(cp, {name: k for name, k in ks.items() if "stamp" not in name}, ((4096,) * 3, (8192,) * 3))
+
+
 def main():
     gpu.cuda()
     cp = cuda_and_cupy()
     with tempfile.TemporaryDirectory() as tmp:
         ks = last_step_variants(Path(tmp), EDITS, config=tma.GEMM_STREAMK)
         ks["last"] = tma.hopper_kernel(tma.GEMM_TMA_STORE)
-        for M, N, K in ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (4096, 4096, 4096), (8192, 8192, 1024)):
-            print(f"correct at {M}x{N}x{K}:", correct_at(ks, *verify.random_operands(M, N, K, seed=1)), flush=True)
-        A, B = verify.random_operands(4096, 4096, 4096, seed=1)
-        for name in ("stamp", "late_stamp"):
-            problem = ks[name].on_device(A, B)
-            for _ in range(3):
-                problem.launch()
-            gpu.cuda().Context.synchronize()
-            print(f"{name}, 4096^3, the third launch (ns from the first block's start):", flush=True)
-            phases(ks[name], 4096)
-            del problem
-        timed = {name: k for name, k in ks.items() if "stamp" not in name}
-        for n in (4096, 8192):
-            A, B = verify.random_operands(n, n, n, seed=1)
-            against_cublas(cp, {name: k.on_device(A, B) for name, k in timed.items()}, A, B)
+        print_correct(ks, ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (4096, 4096, 4096), (8192, 8192, 1024)))
+        stamped_then_timed(cp, ks)
 
 
 if __name__ == "__main__":

@@ -146,3 +146,45 @@ def device_array(kernel, symbol: str, dtype, count: int):
     assert size.value == out.nbytes, f"{symbol}: {size.value} bytes on the device, {out.nbytes} expected"
     gpu.driver_call("cuMemcpyDtoH_v2", out.ctypes.data_as(ctypes.c_void_p), ptr, size)
     return out
+
+
+def print_correct(kernels: dict, sizes, precision: str = "BF16") -> None:
+    """For each (M, N, K) of ``sizes``: which of ``kernels`` (``{name: kernel}``) are right on random operands."""
+    for M, N, K in sizes:
+        print(f"correct at {M}x{N}x{K}:", correct_at(kernels, *verify.random_operands(M, N, K, seed=1), precision),
+              flush=True)
+
+
+def time_against_cublas(cp, kernels: dict, sizes, check: bool = False) -> None:
+    """:func:`against_cublas` for ``kernels`` at each (M, N, K) of ``sizes`` (random operands, BF16), after saying
+    whether each is right there when ``check`` is set."""
+    for M, N, K in sizes:
+        A, B = verify.random_operands(M, N, K, seed=1)
+        if check:
+            print(f"correct at {M}x{N}x{K}:", correct_at(kernels, A, B), flush=True)
+        against_cublas(cp, {name: k.on_device(A, B) for name, k in kernels.items()}, A, B)
+
+
+def launched_three_times(kernel, A, B) -> None:
+    """``kernel`` launched three times on A and B and waited for: what an instrumented kernel wrote is then the
+    third launch's, with a warm L2 and warm clocks."""
+    problem = kernel.on_device(A, B)
+    for _ in range(3):
+        problem.launch()
+    gpu.cuda().Context.synchronize()
+
+
+def last_step_experiment(edits: dict, check_sizes, timed_sizes, once: bool, check_timed: bool = False) -> None:
+    """The usual run of a draft that edits chapter 9's last step (:func:`last_step_variants`, BF16): with ``once``,
+    each kernel launched twice at 4096^3 for Nsight Compute (:func:`launch_twice`); otherwise which are right at
+    ``check_sizes``, then all timed interleaved with cuBLAS at ``timed_sizes`` (:func:`time_against_cublas`)."""
+    import tempfile
+    gpu.cuda()
+    with tempfile.TemporaryDirectory() as tmp:
+        ks = last_step_variants(Path(tmp), edits)
+        if once:
+            launch_twice(ks, *verify.random_operands(4096, 4096, 4096, seed=1))
+            return
+        cp = cuda_and_cupy()
+        print_correct(ks, check_sizes)
+        time_against_cublas(cp, ks, timed_sizes, check=check_timed)
