@@ -12,14 +12,14 @@
 #   timeout 420 python3 drafts/09_energy_experiment.py [--sizes 4096] [--groups 2 4 16 32]
 # With --once, each variant of the last step is only launched twice at the first size, for Nsight Compute
 # (drafts/next_gpu.sh F: the L2's sectors by source for each tile order).
-import argparse, sys, tempfile, time
+import argparse, sys, tempfile
 from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import compile_units, gpu, tma, verify
-from drafts.variants import against_cublas, correct_at, cuda_and_cupy, kernel_variant, launch_twice
+from drafts.variants import correct_at, cuda_and_cupy, interleaved_then_alone, kernel_variant, launch_twice
 
 BASE_GROUP = "#define WS_GROUP 8\n"
 KERNELS = {"last": tma.GEMM_TMA_STORE, "pingpong": tma.GEMM_PINGPONG}
@@ -51,31 +51,12 @@ def once(n, groups):
 
 
 def main(sizes, groups, seconds):
-    from scripts import power_under_load as power     # scripts/ is a namespace package
     cp = cuda_and_cupy()
     with tempfile.TemporaryDirectory() as tmp:
         kernels = group_kernels(groups, Path(tmp))
         A, B = verify.random_operands(1000, 2000, 777, seed=3)
         print("correct at 1000x2000x777:", correct_at(kernels, A, B), flush=True)
-        sampler = power.Sampler()
-        time.sleep(1.0)
-        for n in sizes:
-            A, B = verify.random_operands(n, n, n, seed=1)
-            wrong = [name for name, ok in correct_at(kernels, A, B).items() if not ok]
-            print(f"{n}^3: {'all correct' if not wrong else 'WRONG: ' + ', '.join(wrong)}", flush=True)
-            problems = {name: k.on_device(A, B) for name, k in kernels.items()}
-            run = against_cublas(cp, problems, A, B)
-            flops = 2.0 * n ** 3
-            print(f"alone for {seconds:.0f} s each, {n}^3:", flush=True)
-            base = power.measure(f"cuBLAS {n}^3", run, flops, seconds, sampler)
-            time.sleep(1.0)
-            for name, p in problems.items():
-                r = power.measure(f"{name} {n}^3", p.launch, flops, seconds, sampler)
-                if r and base:
-                    print(f"   {name:12s} of cuBLAS: {r.against(base)}", flush=True)
-                time.sleep(1.0)
-            del problems
-        sampler.stop()
+        interleaved_then_alone(cp, kernels, sizes, seconds)
 
 
 if __name__ == "__main__":

@@ -14,14 +14,14 @@
 #   g16   - - - g16                  g16el L - F g16     g16lf L F F g16
 # Run on a Hopper GPU with CuPy and nvidia-smi (about 2-3 minutes):
 #   timeout 300 python3 drafts/09_l2_residency_experiment.py [--sizes 4096 8192] [--seconds 3] [--once]
-import argparse, sys, tempfile, time
+import argparse, sys, tempfile
 from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import compile_units, gpu, tma, verify
-from drafts.variants import against_cublas, correct_at, cuda_and_cupy, kernel_variant, launch_twice
+from drafts.variants import correct_at, cuda_and_cupy, interleaved_then_alone, kernel_variant, launch_twice
 
 # Copies that carry an L2 priority: 0 none, 1 evict_last, 2 evict_first (the copy engine's cache hint, PTX ISA
 # "cp.async.bulk.tensor": .L2::cache_hint with a 64-bit policy from createpolicy).
@@ -119,38 +119,13 @@ def once(n, names):
 
 
 def main(sizes, names, seconds):
-    from scripts import power_under_load as power     # scripts/ is a namespace package
     cp = cuda_and_cupy()
     with tempfile.TemporaryDirectory() as tmp:
         kernels = variant_kernels(Path(tmp), names)
         for M, N, K in ((1000, 2000, 777), (1, 1, 1), (300, 520, 1234)):
             print(f"correct at {M}x{N}x{K}:", correct_at(kernels, *verify.random_operands(M, N, K, seed=3)),
                   flush=True)
-        sampler = power.Sampler()
-        time.sleep(1.0)
-        for n in sizes:
-            A, B = verify.random_operands(n, n, n, seed=1)
-            wrong = [name for name, ok in correct_at(kernels, A, B).items() if not ok]
-            print(f"{n}^3: {'all correct' if not wrong else 'WRONG: ' + ', '.join(wrong)}", flush=True)
-            problems = {name: k.on_device(A, B) for name, k in kernels.items()}
-            run = against_cublas(cp, problems, A, B)
-            flops = 2.0 * n ** 3
-            print(f"alone for {seconds:.0f} s each, {n}^3 (cuBLAS first and last):", flush=True)
-            first = power.measure(f"cuBLAS {n}^3", run, flops, seconds, sampler)
-            readings = {}
-            for name, p in problems.items():
-                time.sleep(1.0)
-                readings[name] = power.measure(f"{name} {n}^3", p.launch, flops, seconds, sampler)
-            time.sleep(1.0)
-            last = power.measure(f"cuBLAS {n}^3 again", run, flops, seconds, sampler)
-            base = first if last is None else last if first is None else (
-                power.Reading((first.tflops + last.tflops) / 2, (first.mhz + last.mhz) / 2,
-                              (first.watts + last.watts) / 2, first.reasons))
-            for name, r in readings.items():
-                if r and base:
-                    print(f"   {name:6s} of cuBLAS (mean of both): {r.against(base)}", flush=True)
-            del problems
-        sampler.stop()
+        interleaved_then_alone(cp, kernels, sizes, seconds, cublas_twice=True)
 
 
 if __name__ == "__main__":

@@ -188,3 +188,40 @@ def last_step_experiment(edits: dict, check_sizes, timed_sizes, once: bool, chec
         cp = cuda_and_cupy()
         print_correct(ks, check_sizes)
         time_against_cublas(cp, ks, timed_sizes, check=check_timed)
+
+
+def interleaved_then_alone(cp, kernels: dict, sizes, seconds: float, cublas_twice: bool = False) -> None:
+    """For each n^3 of ``sizes``: whether each of ``kernels`` is right there, all of them timed interleaved with
+    cuBLAS (:func:`against_cublas`), then each alone for ``seconds`` at the clock its power leaves it
+    (``scripts/power_under_load.py``), cuBLAS first (and, with ``cublas_twice``, last too, the two averaged), each
+    kernel's rate, clock and watts as a share of cuBLAS's."""
+    import time
+    from scripts import power_under_load as power     # scripts/ is a namespace package
+    sampler = power.Sampler()
+    time.sleep(1.0)
+    for n in sizes:
+        A, B = verify.random_operands(n, n, n, seed=1)
+        wrong = [name for name, ok in correct_at(kernels, A, B).items() if not ok]
+        print(f"{n}^3: {'all correct' if not wrong else 'WRONG: ' + ', '.join(wrong)}", flush=True)
+        problems = {name: k.on_device(A, B) for name, k in kernels.items()}
+        run = against_cublas(cp, problems, A, B)
+        flops = 2.0 * n ** 3
+        print(f"alone for {seconds:.0f} s each, {n}^3{' (cuBLAS first and last)' if cublas_twice else ''}:", flush=True)
+        first = power.measure(f"cuBLAS {n}^3", run, flops, seconds, sampler)
+        readings = {}
+        for name, p in problems.items():
+            time.sleep(1.0)
+            readings[name] = power.measure(f"{name} {n}^3", p.launch, flops, seconds, sampler)
+        time.sleep(1.0)
+        base, label = first, ""
+        if cublas_twice:
+            last = power.measure(f"cuBLAS {n}^3 again", run, flops, seconds, sampler)
+            label = " (mean of both)"
+            base = first if last is None else last if first is None else (
+                power.Reading((first.tflops + last.tflops) / 2, (first.mhz + last.mhz) / 2,
+                              (first.watts + last.watts) / 2, first.reasons))
+        for name, r in readings.items():
+            if r and base:
+                print(f"   {name:12s} of cuBLAS{label}: {r.against(base)}", flush=True)
+        del problems
+    sampler.stop()
