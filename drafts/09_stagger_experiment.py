@@ -1,11 +1,13 @@
 # Issue #18: the last step's epilogue takes 3.0 us a tile at 4096^3 (median; 2.2-4.4), 7% of a tile whose main loop
-# takes 41 us (640 ns a K-tile, the tensor cores' rate at the clock of the run), and the tensor cores wait through it
-# (drafts/09_streamk_phases_experiment.py, 2026-12-02, results/streamk-phases-h200.txt). All 132 blocks start
-# together, run K-loops of one length and so store their 128 KiB of C at the same moment: 17 MB in about 3 us, some
-# 5.8 TB/s into the L2. Is the epilogue slow because everyone stores at once? Here the clusters of odd units start
-# 1.5 or 3 us late (%globaltimer), so that half the blocks store while the other half compute; the stamps of the
-# stream-K draft, made unconditional, measure each epilogue again. Checked, timed interleaved with cuBLAS and the last
-# step at 4096^3 and 8192^3.
+# takes 41 us (640 ns a K-tile: the tensor cores' peak at 1.6 GHz; the clock was not recorded), and no wgmma is issued
+# through it (drafts/09_streamk_phases_experiment.py, 2026-12-02, results/streamk-phases-h200.txt). All 132 blocks
+# start together and run K-loops of one length, so they may all store their 128 KiB of C at the same moment: 17 MB in
+# about 3 us would be some 5.8 TB/s into the L2. Is the epilogue slow because everyone stores at once? Here the
+# clusters of odd units start 1.5 or 3 us late (%globaltimer), so that half the blocks store while the other half
+# compute, and the stamps of the stream-K draft, made unconditional, time each epilogue again; 'nostore_stamp' writes
+# the boxes into shared memory but never hands them to the copy engine (C wrong: its check fails, and it is not
+# timed), to see what the epilogue costs without the stores. Checked, timed interleaved with cuBLAS and the last step
+# at 4096^3 and 8192^3.
 # Run on a Hopper GPU with CuPy:   timeout 300 python3 drafts/09_stagger_experiment.py
 import importlib.util, sys, tempfile
 from pathlib import Path
@@ -35,8 +37,15 @@ def staggered(delay_ns: int) -> list:
     return [(SYNC, SYNC + wait)]
 
 
+STORE = """            else
+                asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                             ::"l"(reinterpret_cast<uint64_t>(c_map)), "r"(col0 + 32 * j), "r"(row0), "r"(tma_smem(buf))
+                             : "memory");
+"""
+NO_STORE = [(STORE, "            else                                                     // experiment: no store\n"
+                    "                asm volatile(\"\" ::: \"memory\");\n")]
 EDITS = {"stamp": STAMPS, "stag1500": staggered(1500), "stag3000": staggered(3000),
-         "stag3000_stamp": staggered(3000) + STAMPS}
+         "stag3000_stamp": staggered(3000) + STAMPS, "nostore_stamp": NO_STORE + STAMPS}
 
 
 def main():

@@ -70,8 +70,8 @@
 #      stream-K with each first part's flag raised after the next main loop; checked, timed interleaved with cuBLAS
 #      and the last step at 4096^3 and 8192^3 (drafts/09_streamk_phases_experiment.py; about 150 s)
 #   M  issue #18: the last step with the clusters of odd units starting 1.5 or 3 us late, so that not every block
-#      stores its tile of C at once; the epilogue stamped, checked, timed interleaved with cuBLAS at 4096^3 and
-#      8192^3 (drafts/09_stagger_experiment.py; about 90 s)
+#      stores its tile of C at once, and with its stores left out (timing only); the epilogue stamped, checked, timed
+#      interleaved with cuBLAS at 4096^3 and 8192^3 (drafts/09_stagger_experiment.py; about 100 s)
 #   X  chapter 8's four experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups;
 #      results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt, tail-group-tc-inner-h200.txt, measured
 #      on tc_inner before the carried source pointers; about 300 s)
