@@ -15,13 +15,13 @@
 # Run on a Hopper GPU with CuPy and nvidia-smi (about 2-3 minutes):
 #   timeout 300 python3 drafts/09_l2_residency_experiment.py [--sizes 4096 8192] [--seconds 3] [--once]
 import argparse, sys, tempfile
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import compile_units, gpu, tma, verify
-from drafts.variants import correct_at, cuda_and_cupy, interleaved_then_alone, kernel_variant, launch_twice
+from gemmlab import gpu, tma, verify
+from drafts.variants import (correct_at, cuda_and_cupy, interleaved_then_alone, kernel_variant, last_step_kernels,
+                             launch_twice)
 
 # Copies that carry an L2 priority: 0 none, 1 evict_last, 2 evict_first (the copy engine's cache hint, PTX ISA
 # "cp.async.bulk.tensor": .L2::cache_hint with a 64-bit policy from createpolicy).
@@ -102,13 +102,7 @@ def variant_source(a: int, b: int, c: int, group: int) -> str:
 
 def variant_kernels(tmp: Path, names) -> dict:
     """The last step as chapter 9 builds it ("base") and each variant of ``names``, BF16: ``{name: kernel}``."""
-    kernels = {"base": tma.hopper_kernel(tma.GEMM_TMA_STORE)}
-    for name in names:
-        path = tmp / f"09_hopper_{name}.cu"
-        path.write_text(variant_source(*VARIANTS[name]))
-        unit = compile_units.CompileUnit(path, arch_specific="sm_90a")
-        kernels[name] = replace(tma.hopper_kernel(tma.GEMM_TMA_STORE), source=unit)
-    return kernels
+    return last_step_kernels(tmp, {name: variant_source(*VARIANTS[name]) for name in names})
 
 
 def once(n, names):

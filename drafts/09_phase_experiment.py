@@ -13,15 +13,15 @@
 # interleaved with cuBLAS, and its DRAM reads and merged sectors with --once under Nsight Compute.
 # Run on a Hopper GPU with CuPy:   timeout 200 python3 drafts/09_phase_experiment.py [--once]
 import argparse, statistics, sys, tempfile
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import compile_units, gpu, tma, verify
-from drafts.variants import against_cublas, correct_at, cuda_and_cupy, device_array, kernel_variant, launch_twice
+from gemmlab import gpu, tma, verify
+from drafts.variants import (against_cublas, correct_at, cuda_and_cupy, device_array, last_step_variants,
+                             launch_twice, launched_three_times)
 
 STAMPS = 320                                   # requests recorded per block: 5 tiles of 64 K-tiles
 GROUP = 8                                      # WS_GROUP of the chapter's kernel file (checked below)
@@ -37,16 +37,6 @@ TILE = "    return make_int2(first + in_group % rows, in_group / rows);\n"
 SERPENTINE = ("    const int col = in_group / rows;                            // experiment: every other group backwards\n"
               "    return make_int2(first + in_group % rows, (first / WS_GROUP) % 2 ? tiles_n - 1 - col : col);\n")
 EDITS = {"stamp": [("// [gemm_ws]\n", STAMP_ARRAY), (EXPECT, STAMP)], "serp": [(TILE, SERPENTINE)]}
-
-
-def kernels(tmp: Path, names) -> dict:
-    out = {"base": tma.hopper_kernel(tma.GEMM_TMA_STORE)}
-    for name in names:
-        path = tmp / f"09_hopper_{name}.cu"
-        path.write_text(kernel_variant(tma.SOURCE, *EDITS[name]))
-        unit = compile_units.CompileUnit(path, arch_specific="sm_90a")
-        out[name] = replace(tma.hopper_kernel(tma.GEMM_TMA_STORE), source=unit)
-    return out
 
 
 def read_stamps(kernel) -> np.ndarray:
@@ -101,7 +91,7 @@ def summary(stamps: np.ndarray, n: int) -> None:
 def main(once: bool, n: int):
     gpu.cuda()
     with tempfile.TemporaryDirectory() as tmp:
-        ks = kernels(Path(tmp), EDITS)
+        ks = last_step_variants(Path(tmp), EDITS)
         assert f"#define WS_GROUP {GROUP}\n" in (ROOT / "kernels" / tma.SOURCE).read_text(), "WS_GROUP changed"
         if once:
             launch_twice({name: k for name, k in ks.items() if name != "stamp"}, *verify.random_operands(n, n, n, seed=1))
@@ -110,10 +100,7 @@ def main(once: bool, n: int):
         for M, N, K in ((1000, 2000, 777), (n,) * 3, (8192, 8192, 1024)):
             print(f"correct at {M}x{N}x{K}:", correct_at(ks, *verify.random_operands(M, N, K, seed=1)), flush=True)
         A, B = verify.random_operands(n, n, n, seed=1)
-        problem = ks["stamp"].on_device(A, B)
-        for _ in range(3):                           # the third launch's stamps: a warm L2 and warm clocks
-            problem.launch()
-        gpu.cuda().Context.synchronize()
+        launched_three_times(ks["stamp"], A, B)      # the third launch's stamps: a warm L2 and warm clocks
         summary(read_stamps(ks["stamp"]), n)
         against_cublas(cp, {name: k.on_device(A, B) for name, k in ks.items() if name != "stamp"}, A, B)
 

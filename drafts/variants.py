@@ -119,19 +119,27 @@ def launch_twice(kernels: dict, A, B) -> None:
         del problem
 
 
-def last_step_variants(tmp: Path, edits: dict, precision: str = "BF16", config=None) -> dict:
+def last_step_kernels(tmp: Path, sources: dict, precision: str = "BF16", config=None) -> dict:
     """Chapter 9's last step (``hopper_tmastore``), or the GEMM of ``09_hopper.cu`` that ``config`` names, as
-    ``"base"``, and one kernel per ``{name: edits}`` of ``edits`` built from a copy of ``kernels/09_hopper.cu`` with
-    those edits (:func:`kernel_variant`) written under ``tmp``."""
+    ``"base"``, and one kernel per ``{name: text}`` of ``sources``, each a version of ``kernels/09_hopper.cu`` written
+    under ``tmp`` and compiled for sm_90a."""
     from gemmlab import tma
     config = config or tma.GEMM_TMA_STORE
     out = {"base": tma.hopper_kernel(config, precision=precision)}
-    for name, changes in edits.items():
+    for name, text in sources.items():
         path = Path(tmp) / f"09_hopper_{name}.cu"
-        path.write_text(kernel_variant(tma.SOURCE, *changes))
+        path.write_text(text)
         unit = compile_units.CompileUnit(path, arch_specific="sm_90a")
         out[name] = replace(tma.hopper_kernel(config, precision=precision), source=unit)
     return out
+
+
+def last_step_variants(tmp: Path, edits: dict, precision: str = "BF16", config=None) -> dict:
+    """:func:`last_step_kernels` with each version given as ``{name: edits}`` to ``kernels/09_hopper.cu``
+    (:func:`kernel_variant`)."""
+    from gemmlab import tma
+    sources = {name: kernel_variant(tma.SOURCE, *changes) for name, changes in edits.items()}
+    return last_step_kernels(tmp, sources, precision, config)
 
 
 def device_array(kernel, symbol: str, dtype, count: int):
