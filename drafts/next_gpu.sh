@@ -55,6 +55,8 @@
 #   O  issue #18: the last step with its persistent unit taken from the TPC (%smid / 2) of the cluster's first block,
 #      and with row-major tile order, checked and interleaved with cuBLAS at 4096^3, then the L2 coalescer's merged
 #      requests of each (drafts/09_sm_order_experiment.py; results/sm-order-h200.txt; about 100 s)
+#   N  issue #18: the epilogue split in halves, the right half stored under the next tile's first K-tiles
+#      (drafts/09_split_epilogue_experiment.py; about 200 s)
 #   P  issue #18: when the last step's blocks ask for the tiles they share (the producer's requests stamped with
 #      %globaltimer at 4096^3: how long after another request for the same K-tile of the same slab each comes), and a
 #      serpentine tile order checked, timed interleaved and profiled (DRAM reads, coalescer merges)
@@ -172,10 +174,11 @@ case $part in
          --csv --page details python3 drafts/09_lag_experiment.py --once ;;
   I) run streamk-phases 400 python3 drafts/09_streamk_phases_experiment.py ;;
   M) run stagger 300 python3 drafts/09_stagger_experiment.py ;;
+  N) run split-epilogue 500 python3 drafts/09_split_epilogue_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py ;;
-  *) echo "unknown part $part (A, B, C, D, E, F, G, H, L, O, P, Q, R, S, T, U, V, W, X, Y or Z)" >&2; exit 2 ;;
+  *) echo "unknown part $part (a letter A to Z)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
