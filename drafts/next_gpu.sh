@@ -57,6 +57,8 @@
 #      requests of each (drafts/09_sm_order_experiment.py; results/sm-order-h200.txt; about 100 s)
 #   N  issue #18: the epilogue split in halves, the right half stored under the next tile's first K-tiles
 #      (drafts/09_split_epilogue_experiment.py; about 200 s)
+#   EC issue #18: what the epilogue's 1.9 us without stores consist of (fence, barriers, writes left out, timing only),
+#      and the boxes written in pairs, one fence for two (drafts/09_epilogue_cost_experiment.py; about 200 s)
 #   P  issue #18: when the last step's blocks ask for the tiles they share (the producer's requests stamped with
 #      %globaltimer at 4096^3: how long after another request for the same K-tile of the same slab each comes), and a
 #      serpentine tile order checked, timed interleaved and profiled (DRAM reads, coalescer merges)
@@ -175,6 +177,7 @@ case $part in
   I) run streamk-phases 400 python3 drafts/09_streamk_phases_experiment.py ;;
   M) run stagger 300 python3 drafts/09_stagger_experiment.py ;;
   N) run split-epilogue 500 python3 drafts/09_split_epilogue_experiment.py ;;
+  EC) run epilogue-cost 400 python3 drafts/09_epilogue_cost_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
