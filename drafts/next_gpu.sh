@@ -182,6 +182,6 @@ case $part in
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py ;;
-  *) echo "unknown part $part (a letter A to Z)" >&2; exit 2 ;;
+  *) echo "unknown part $part (see the list at the top)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
