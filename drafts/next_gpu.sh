@@ -59,6 +59,8 @@
 #      (drafts/09_split_epilogue_experiment.py; about 200 s)
 #   EC issue #18: what the epilogue's 1.9 us without stores consist of (fence, barriers, writes left out, timing only),
 #      and the boxes written in pairs, one fence for two (drafts/09_epilogue_cost_experiment.py; about 200 s)
+#   OB issue #18, next: one warpgroup barrier per epilogue box instead of two, alone and with the split epilogue
+#      (drafts/09_one_barrier_experiment.py, compile-checked; about 200 s)
 #   P  issue #18: when the last step's blocks ask for the tiles they share (the producer's requests stamped with
 #      %globaltimer at 4096^3: how long after another request for the same K-tile of the same slab each comes), and a
 #      serpentine tile order checked, timed interleaved and profiled (DRAM reads, coalescer merges)
@@ -178,6 +180,7 @@ case $part in
   M) run stagger 300 python3 drafts/09_stagger_experiment.py ;;
   N) run split-epilogue 500 python3 drafts/09_split_epilogue_experiment.py ;;
   EC) run epilogue-cost 400 python3 drafts/09_epilogue_cost_experiment.py ;;
+  OB) run one-barrier 400 python3 drafts/09_one_barrier_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
