@@ -3,24 +3,16 @@
 # in pairs, one fence and one barrier for two (pairs, drafts/09_epilogue_cost_experiment.py). Checked, then timed
 # interleaved with cuBLAS at 4096^3 (twice, for the spread between runs), 6144x4096x2048, 8192^3 and 2048^3.
 # Run on a Hopper GPU with CuPy:   timeout 400 python3 drafts/09_epilogue_combined_experiment.py
-import importlib.util, sys
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from drafts.variants import last_step_experiment
+from drafts.variants import GOAL_SIZES, last_step_experiment, load_draft
 
 
-def _draft(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "drafts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-split, cost = _draft("09_split_epilogue_experiment"), _draft("09_epilogue_cost_experiment")
+split, cost = load_draft("09_split_epilogue_experiment"), load_draft("09_epilogue_cost_experiment")
 EDITS = {"split2": split.EDITS["split2"], "pairs": cost.PAIRS, "split2_pairs": split.EDITS["split2"] + cost.PAIRS}
-SIZES = ((4096, 4096, 4096), (6144, 4096, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048))
 
 if __name__ == "__main__":
-    last_step_experiment(EDITS, split.CHECK, SIZES, once=False, check_timed=False)
+    last_step_experiment(EDITS, split.CHECK, GOAL_SIZES, once=False)

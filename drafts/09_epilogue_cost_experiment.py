@@ -8,17 +8,15 @@
 # read (four rounds of two boxes instead of eight of one: half the fences and barriers, no writing while a box is
 # read); checked, stamped, and timed interleaved with cuBLAS at 4096^3 and 8192^3.
 # Run on a Hopper GPU with CuPy:   timeout 300 python3 drafts/09_epilogue_cost_experiment.py
-import importlib.util, sys, tempfile
+import sys, tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import gpu, tma
-from drafts.variants import cuda_and_cupy, last_step_variants, print_correct
+from drafts.variants import cuda_and_cupy, last_step_variants, load_draft, print_correct
 
-_spec = importlib.util.spec_from_file_location("stagger", ROOT / "drafts" / "09_stagger_experiment.py")
-stagger = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(stagger)
+stagger = load_draft("09_stagger_experiment")
 
 FENCE = '        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the threads\' stores, read by the engine next\n'
 FIRST_BARRIER = ('            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");\n'

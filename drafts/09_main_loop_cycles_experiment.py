@@ -9,7 +9,7 @@
 #   2. the last step stamped as in the stream-K draft, with %clock64 beside %globaltimer at each stamp: cycles per
 #      K-tile of the main loop, cycles of the epilogue, and the clock (cycles per ns) of the third launch at 4096^3.
 # Run on a Hopper GPU:   timeout 300 python3 drafts/09_main_loop_cycles_experiment.py
-import importlib.util, statistics, sys, tempfile
+import statistics, sys, tempfile
 from pathlib import Path
 
 import numpy as np
@@ -17,11 +17,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import compile_units, compiler, device, gpu, tma, verify
-from drafts.variants import device_array, kernel_variant, launched_three_times, print_correct
+from drafts.variants import device_array, kernel_variant, launched_three_times, load_draft, print_correct
 
-_spec = importlib.util.spec_from_file_location("phases", ROOT / "drafts" / "09_streamk_phases_experiment.py")
-phases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(phases)
+phases = load_draft("09_streamk_phases_experiment")
 SLOTS = phases.SLOTS
 
 PROBE = """

@@ -9,24 +9,16 @@
 # 09_split_epilogue_experiment.py (P = 2), and stamped as in the stagger draft. Checked at awkward sizes, timed
 # interleaved with cuBLAS at 4096^3 (twice), 6144x4096x2048, 8192^3 and 2048^3.
 # Run on a Hopper GPU with CuPy:   timeout 400 python3 drafts/09_one_barrier_experiment.py
-import importlib.util, sys, tempfile
+import sys, tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import gpu, tma, verify
-from drafts.variants import (cuda_and_cupy, last_step_variants, launched_three_times, print_correct,
-                             time_against_cublas)
+from drafts.variants import (GOAL_SIZES, cuda_and_cupy, last_step_variants, launched_three_times, load_draft,
+                             print_correct, time_against_cublas)
 
-
-def _draft(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "drafts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-split, stagger = _draft("09_split_epilogue_experiment"), _draft("09_stagger_experiment")
+split, stagger = load_draft("09_split_epilogue_experiment"), load_draft("09_stagger_experiment")
 
 HEAD = """        unsigned char* buf = buffers + (j % 2) * C_BOX_BYTES;
         if (issuer)                                                  // the store that read buf last is done reading
@@ -51,7 +43,6 @@ ONE_FENCE = """        asm volatile("fence.proxy.async.shared::cta;" ::: "memory
 ONE_BARRIER = [(HEAD, ONE_HEAD), (FENCE, ONE_FENCE)]
 EDITS = {"onebar": ONE_BARRIER, "onebar_split2": ONE_BARRIER + split.EDITS["split2"],
          "onebar_stamp": ONE_BARRIER + stagger.STAMPS, "stamp": stagger.STAMPS}
-SIZES = ((4096, 4096, 4096), (6144, 4096, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048))
 
 
 def main():
@@ -65,7 +56,7 @@ def main():
             print(f"{name}, 4096^3, the third launch (ns from the first block's start):", flush=True)
             stagger.phases.phases(ks[name], 4096)
         print_correct(ks, split.CHECK)
-        time_against_cublas(cp, {n: k for n, k in ks.items() if "stamp" not in n}, SIZES)
+        time_against_cublas(cp, {n: k for n, k in ks.items() if "stamp" not in n}, GOAL_SIZES)
 
 
 if __name__ == "__main__":

@@ -13,17 +13,12 @@
 # the stage's A part that only its own wgmma read: one more buffer (three take turns), no wait for the other.
 # Checked at awkward sizes, timed interleaved with cuBLAS at the four sizes (4096^3 twice).
 # Run on a Hopper GPU with CuPy:   timeout 400 python3 drafts/09_ring_epilogue_experiment.py
-import importlib.util, sys, tempfile
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import gpu, tma
-from drafts.variants import cuda_and_cupy, last_step_variants, print_correct, time_against_cublas
-
-_spec = importlib.util.spec_from_file_location("stagger", ROOT / "drafts" / "09_stagger_experiment.py")
-stagger = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(stagger)
+from drafts.variants import GOAL_SIZES, last_step_experiment
 
 SIGNATURE = """template <int REGS, bool ADD = false>
 __device__ __forceinline__ void store_d_tma(const float (&d)[REGS], const CUtensorMap* c_map, unsigned char* buffers,
@@ -106,17 +101,6 @@ RING_A = [(SIGNATURE, RING_SIGNATURE), (HEAD, RING_A_HEAD), (TAIL, RING_A_TAIL),
 EDITS = {"ring": RING, "ringA": RING_A}
 CHECK = ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (8192, 8192, 1024), (512, 1024, 64), (700, 200, 100),
          (2048, 4096, 192), (4096, 4096, 4096))
-SIZES = ((4096, 4096, 4096), (6144, 4096, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048))
-
-
-def main():
-    gpu.cuda()
-    cp = cuda_and_cupy()
-    with tempfile.TemporaryDirectory() as tmp:
-        ks = last_step_variants(Path(tmp), EDITS, config=tma.GEMM_TMA_STORE)
-        print_correct(ks, CHECK)
-        time_against_cublas(cp, ks, SIZES)
-
 
 if __name__ == "__main__":
-    main()
+    last_step_experiment(EDITS, CHECK, GOAL_SIZES, once=False)

@@ -9,17 +9,15 @@
 # timed), to see what the epilogue costs without the stores. Checked, timed interleaved with cuBLAS and the last step
 # at 4096^3 and 8192^3.
 # Run on a Hopper GPU with CuPy:   timeout 300 python3 drafts/09_stagger_experiment.py
-import importlib.util, sys, tempfile
+import sys, tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import gpu, tma
-from drafts.variants import cuda_and_cupy, last_step_variants, print_correct
+from drafts.variants import cuda_and_cupy, last_step_variants, load_draft, print_correct
 
-_spec = importlib.util.spec_from_file_location("phases", ROOT / "drafts" / "09_streamk_phases_experiment.py")
-phases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(phases)
+phases = load_draft("09_streamk_phases_experiment")
 
 # The stream-K draft's stamps, taken in the last step (no STREAMK) too.
 STAMPS = [(old, new.replace("if (STREAMK && c == 0", "if (PERSISTENT && CLUSTER == 2 && c == 0")) for old, new in phases.STAMPS]

@@ -22,6 +22,21 @@ def kernel_variant(name: str, *edits) -> str:
     return replace_once((ROOT / "kernels" / name).read_text(), edits, f"kernels/{name}")
 
 
+def load_draft(name: str):
+    """The draft ``drafts/<name>.py`` as a module (its file name starts with a digit, so ``import`` cannot load it):
+    for a draft that reuses another's edits or stamps."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, ROOT / "drafts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GOAL_SIZES = ((4096, 4096, 4096), (6144, 4096, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048))
+"""Issue #18's four sizes for chapter 9's drafts, 4096^3 twice (the size the goal is missed at, and the spread
+between two timings of it)."""
+
+
 def cuda_and_cupy():
     """Start the GPU and return CuPy (for cuBLAS), or stop the experiment where CuPy is missing."""
     gpu.cuda()
