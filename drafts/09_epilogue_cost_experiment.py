@@ -14,31 +14,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import gpu, tma
-from drafts.variants import cuda_and_cupy, last_step_variants, load_draft, print_correct
+from drafts.variants import (BOX_BARRIER, BOX_FENCE, BOX_HEAD, BOX_LOOP, cuda_and_cupy, last_step_variants, load_draft,
+                             print_correct)
 
 stagger = load_draft("09_stagger_experiment")
 
-FENCE = '        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the threads\' stores, read by the engine next\n'
-FIRST_BARRIER = ('            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");\n'
-                 "        warpgroup_barrier(1 + consumer);\n")
-SECOND_BARRIER = FENCE + "        warpgroup_barrier(1 + consumer);\n"
 WRITE = ("            *reinterpret_cast<float2*>(buf + r * 128 + (((col / 4) ^ (r % 8)) * 16) + (col % 4) * 4) = "
          "make_float2(d[i], d[i + 1]);\n")
-NO_FENCE = [(FENCE, "")]
-NO_BARRIERS = [(FIRST_BARRIER, '            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");\n'),
-               (SECOND_BARRIER, FENCE)]
+NO_FENCE = [(BOX_FENCE, "")]
+NO_BARRIERS = [(BOX_HEAD + BOX_BARRIER, BOX_HEAD), (BOX_FENCE + BOX_BARRIER, BOX_FENCE)]
 NO_WRITES = [(WRITE, '            asm volatile("" :: "f"(d[i]), "f"(d[i + 1]), "r"(r), "r"(col));   // experiment: no write\n')]
 
 # 'pairs': the loop over boxes in steps of two (store_d_tma is also used for 64-register halves: 4 boxes, even too).
-LOOP_HEAD = """#pragma unroll
-    for (int j = 0; j < REGS / 16; ++j) {
-        unsigned char* buf = buffers + (j % 2) * C_BOX_BYTES;
-        if (issuer)                                                  // the store that read buf last is done reading
-            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-        warpgroup_barrier(1 + consumer);
-#pragma unroll
-        for (int i = 16 * j; i < 16 * j + 16; i += 2) {
-"""
+LOOP_HEAD = BOX_LOOP + BOX_HEAD + BOX_BARRIER + "#pragma unroll\n        for (int i = 16 * j; i < 16 * j + 16; i += 2) {\n"
 PAIRS_HEAD = """    static_assert(REGS % 32 == 0, "boxes in pairs");
 #pragma unroll
     for (int j0 = 0; j0 < REGS / 16; j0 += 2) {                       // experiment: two boxes per fence

@@ -15,9 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from drafts.variants import last_step_experiment
+from drafts.variants import WS_CONSUMER, last_step_experiment
 
-CONSUMER = "        const int c = group - 1;\n        float d[128];\n        int it = 0;\n"
 
 
 def lagging(delay_ns: int) -> list:
@@ -28,7 +27,7 @@ def lagging(delay_ns: int) -> list:
             do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); while (now - start < {delay_ns}ull);
         }}
 """
-    return [(CONSUMER, CONSUMER + wait)]
+    return [(WS_CONSUMER, WS_CONSUMER + wait)]
 
 
 EDITS = {f"lag{d}": lagging(d) for d in (500, 1000, 2000)}

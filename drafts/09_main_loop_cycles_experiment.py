@@ -19,7 +19,8 @@ sys.path.insert(0, str(ROOT))
 from gemmlab import compile_units, compiler, device, gpu, tma, verify
 from drafts.variants import device_array, kernel_variant, launched_three_times, load_draft, print_correct
 
-phases = load_draft("09_streamk_phases_experiment")
+stagger = load_draft("09_stagger_experiment")
+phases = stagger.phases
 SLOTS = phases.SLOTS
 
 PROBE = """
@@ -65,13 +66,12 @@ xwgmma_rate(unsigned long long* cycles, float* sink, int k_tiles, int consumers)
         cycles[blockIdx.x * WS_CONSUMERS + c] = end - start;
 }
 """
-# The stream-K draft's stamps, taken in the last step too, each with the SM's cycle counter beside the timer.
+# The stagger draft's stamps of the last step, each with the SM's cycle counter beside the timer.
 _TIMER = f"xstamps[blockIdx.x * {SLOTS} + (slot)] = now_; }}"
 _BOTH = f"xstamps[blockIdx.x * {SLOTS} + (slot)] = now_; xclocks[blockIdx.x * {SLOTS} + (slot)] = clock64(); }}"
 _ARRAY = "__device__ int xparts"
-CLOCKS = [(old, new.replace("if (STREAMK && c == 0", "if (PERSISTENT && CLUSTER == 2 && c == 0").replace(_TIMER, _BOTH)
-           .replace(_ARRAY, f"__device__ unsigned long long xclocks[132 * {SLOTS}];\n" + _ARRAY))
-          for old, new in phases.STAMPS]
+_ARRAYS = f"__device__ unsigned long long xclocks[132 * {SLOTS}];\n" + _ARRAY
+CLOCKS = [(old, new.replace(_TIMER, _BOTH).replace(_ARRAY, _ARRAYS)) for old, new in stagger.STAMPS]
 assert sum(_BOTH in new for _, new in CLOCKS) == 1, "the stream-K draft's stamp macro changed"
 END_OF_FILE = "wgmma_gemm_pingpong_f16(GEMM_TMA_STORE_PARAMS) { pingpong_gemm<true>(&a_map, &bt_map, &c_map, M, N, K); }\n"
 

@@ -12,10 +12,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from drafts.variants import last_step_experiment
+from drafts.variants import BOX_LOOP, WS_STORE, last_step_experiment
 
 SIGNATURE = "template <int REGS, bool ADD = false>\n__device__ __forceinline__ void store_d_tma("
-LOOP = "    for (int j = 0; j < REGS / 16; ++j) {\n        unsigned char* buf = buffers + (j % 2) * C_BOX_BYTES;\n"
 DIRECT = """// experiment: the registers from box FIRST on straight to C (row-major, N apart), 8 bytes per store
 template <int REGS, int FIRST>
 __device__ __forceinline__ void store_d_direct(const float (&d)[REGS], float* __restrict__ C, int M, int N, int row0,
@@ -33,9 +32,6 @@ __device__ __forceinline__ void store_d_direct(const float (&d)[REGS], float* __
 }
 
 """
-CALL = """            } else if (STORE == 0)
-                store_d_tma(d, c_map, buffers, c, m0 + 64 * c, n0);
-"""
 
 
 def mixed(direct: int) -> list:
@@ -44,11 +40,11 @@ def mixed(direct: int) -> list:
     boxes = 8 - direct
     return [(SIGNATURE, DIRECT + "template <int REGS, bool ADD = false, int BOXES = REGS / 16>\n"
                                  "__device__ __forceinline__ void store_d_tma("),
-            (LOOP, LOOP.replace("j < REGS / 16", "j < BOXES")),
-            (CALL, f"""            }} else if (STORE == 0 && !STREAMK && N % 4 == 0) {{            // experiment: mixed
+            (BOX_LOOP, BOX_LOOP.replace("j < REGS / 16", "j < BOXES")),
+            (WS_STORE, f"""            }} else if (STORE == 0 && !STREAMK && N % 4 == 0) {{            // experiment: mixed
                 store_d_direct<128, {boxes}>(d, C, M, N, m0 + 64 * c, n0);
                 store_d_tma<128, false, {boxes}>(d, c_map, buffers, c, m0 + 64 * c, n0);
-""" + CALL)]
+""" + WS_STORE)]
 
 
 EDITS = {"mix2": mixed(2), "mix4": mixed(4)}

@@ -14,17 +14,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import gpu, tma, verify
-from drafts.variants import (GOAL_SIZES, cuda_and_cupy, last_step_variants, launched_three_times, load_draft,
-                             print_correct, time_against_cublas)
+from gemmlab import gpu, tma
+from drafts.variants import (BOX_BARRIER, BOX_FENCE, BOX_HEAD, GOAL_SIZES, cuda_and_cupy, last_step_variants,
+                             load_draft, print_correct, time_against_cublas)
 
 split, stagger = load_draft("09_split_epilogue_experiment"), load_draft("09_stagger_experiment")
 
-HEAD = """        unsigned char* buf = buffers + (j % 2) * C_BOX_BYTES;
-        if (issuer)                                                  // the store that read buf last is done reading
-            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-        warpgroup_barrier(1 + consumer);
-"""
 ONE_HEAD = """        unsigned char* buf = buffers + (j % 2) * C_BOX_BYTES;
         if (j == 0) {                                                // experiment: the call's one extra barrier
             if (issuer)                                              // the store that read buf last is done reading
@@ -32,15 +27,10 @@ ONE_HEAD = """        unsigned char* buf = buffers + (j % 2) * C_BOX_BYTES;
             warpgroup_barrier(1 + consumer);
         }
 """
-FENCE = """        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the threads' stores, read by the engine next
-        warpgroup_barrier(1 + consumer);
-"""
-ONE_FENCE = """        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the threads' stores, read by the engine next
-        if (issuer)                                                  // box j - 1 is read: the other buffer is free
+ONE_FENCE = BOX_FENCE + """        if (issuer)                                                  // box j - 1 is read: the other buffer is free
             asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-        warpgroup_barrier(1 + consumer);
-"""
-ONE_BARRIER = [(HEAD, ONE_HEAD), (FENCE, ONE_FENCE)]
+""" + BOX_BARRIER
+ONE_BARRIER = [(BOX_HEAD + BOX_BARRIER, ONE_HEAD), (BOX_FENCE + BOX_BARRIER, ONE_FENCE)]
 EDITS = {"onebar": ONE_BARRIER, "onebar_split2": ONE_BARRIER + split.EDITS["split2"],
          "onebar_stamp": ONE_BARRIER + stagger.STAMPS, "stamp": stagger.STAMPS}
 
@@ -50,11 +40,7 @@ def main():
     cp = cuda_and_cupy()
     with tempfile.TemporaryDirectory() as tmp:
         ks = last_step_variants(Path(tmp), EDITS, config=tma.GEMM_TMA_STORE)
-        A, B = verify.random_operands(4096, 4096, 4096, seed=1)
-        for name in (n for n in ks if "stamp" in n):       # first: no larger launch has left stamps behind
-            launched_three_times(ks[name], A, B)
-            print(f"{name}, 4096^3, the third launch (ns from the first block's start):", flush=True)
-            stagger.phases.phases(ks[name], 4096)
+        stagger.phases.stamped(ks)                        # first: no larger launch has left stamps behind
         print_correct(ks, split.CHECK)
         time_against_cublas(cp, {n: k for n, k in ks.items() if "stamp" not in n}, GOAL_SIZES)
 

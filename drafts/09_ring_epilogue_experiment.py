@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from drafts.variants import GOAL_SIZES, last_step_experiment
+from drafts.variants import BOX_HEAD, GOAL_SIZES, WS_STORE, last_step_experiment
 
 SIGNATURE = """template <int REGS, bool ADD = false>
 __device__ __forceinline__ void store_d_tma(const float (&d)[REGS], const CUtensorMap* c_map, unsigned char* buffers,
@@ -28,10 +28,6 @@ RING_SIGNATURE = """template <int REGS, bool ADD = false>
 __device__ __forceinline__ void store_d_tma(const float (&d)[REGS], const CUtensorMap* c_map, unsigned char* buffers,
                                             int consumer, int row0, int col0, unsigned char* ring = nullptr)
 {                                                                    // experiment: ring, two more buffers"""
-HEAD = """        unsigned char* buf = buffers + (j % 2) * C_BOX_BYTES;
-        if (issuer)                                                  // the store that read buf last is done reading
-            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-"""
 RING_HEAD = """        unsigned char* buf = (ring && j % 4 < 2 ? ring : buffers) + (j % 2) * C_BOX_BYTES;
         if (issuer && ring)                                          // the box four before this one is read
             asm volatile("cp.async.bulk.wait_group.read 3;" ::: "memory");
@@ -67,20 +63,15 @@ RING_RELEASE = """            constexpr bool RING = STORE == 0 && !STREAMK && OV
                     release<CLUSTER>(&empty[(it - 1) % WS_STAGES], rank);
             }
 """
-STORE = """            } else if (STORE == 0)
-                store_d_tma(d, c_map, buffers, c, m0 + 64 * c, n0);
-"""
 RING_STORE = """            } else if (keep) {                                       // then the kept stage goes back (REGS 128)
                 asm volatile("bar.sync 3, 256;" ::: "memory");      // both consumers' wgmma have read all of B
                 store_d_tma(d, c_map, buffers, c, m0 + 64 * c, n0,
                             b_tiles + (it - 1) % WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES);
                 if (threadIdx.x % 32 == 0)
                     release<CLUSTER>(&empty[(it - 1) % WS_STAGES], rank);
-            } else if (STORE == 0)
-                store_d_tma(d, c_map, buffers, c, m0 + 64 * c, n0);
-"""
-RING = [(SIGNATURE, RING_SIGNATURE), (HEAD, RING_HEAD), (TAIL, RING_TAIL), (LAST_RELEASE, RING_RELEASE),
-        (STORE, RING_STORE)]
+""" + WS_STORE
+RING = [(SIGNATURE, RING_SIGNATURE), (BOX_HEAD, RING_HEAD), (TAIL, RING_TAIL), (LAST_RELEASE, RING_RELEASE),
+        (WS_STORE, RING_STORE)]
 
 RING_A_HEAD = """        unsigned char* buf = !ring ? buffers + (j % 2) * C_BOX_BYTES
                              : j % 3 == 0 ? ring : buffers + (j % 3 - 1) * C_BOX_BYTES;
@@ -96,8 +87,8 @@ RING_A_TAIL = RING_TAIL.replace("cp.async.bulk.wait_group.read 2;", "cp.async.bu
 RING_A_STORE = RING_STORE.replace('''                asm volatile("bar.sync 3, 256;" ::: "memory");      // both consumers' wgmma have read all of B
 ''', "").replace("b_tiles + (it - 1) % WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES",
                   "a_tiles + (it - 1) % WS_STAGES * A_STAGE + c * 64 * 128")
-RING_A = [(SIGNATURE, RING_SIGNATURE), (HEAD, RING_A_HEAD), (TAIL, RING_A_TAIL), (LAST_RELEASE, RING_RELEASE),
-          (STORE, RING_A_STORE)]
+RING_A = [(SIGNATURE, RING_SIGNATURE), (BOX_HEAD, RING_A_HEAD), (TAIL, RING_A_TAIL), (LAST_RELEASE, RING_RELEASE),
+          (WS_STORE, RING_A_STORE)]
 EDITS = {"ring": RING, "ringA": RING_A}
 CHECK = ((1, 1, 1), (300, 520, 1234), (1000, 2000, 777), (8192, 8192, 1024), (512, 1024, 64), (700, 200, 100),
          (2048, 4096, 192), (4096, 4096, 4096))

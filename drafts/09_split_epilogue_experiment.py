@@ -17,18 +17,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from drafts.variants import last_step_experiment
+from drafts.variants import WS_CONSUMER, WS_END, WS_STORE, last_step_experiment
 
-HOLD = "        float d[128];\n        int it = 0;\n"
 ZERO_AND_LOOP = """#pragma unroll
             for (int i = 0; i < 128; ++i)
                 d[i] = 0.0f;
             for (int kt = kb; kt < ke; ++kt, ++it) {
 """
-EPILOGUE = """            } else if (STORE == 0)
-                store_d_tma(d, c_map, buffers, c, m0 + 64 * c, n0);
-"""
-END = "        if (STORE == 0 && threadIdx.x % 128 == 0)                    // every box has left before the block does\n"
 
 # One m64n128k16 K-tile on half h of the accumulators (B's rows 128 h .. 128 h + 127).
 HALF_K_TILE = """                    if (q == 0)                                      // the first sets the half, the rest add
@@ -89,7 +84,7 @@ MAIN_HALVES = """                    if (SPLIT) {
 def split(p: int, epilogue: bool = True) -> list:
     """ws_gemm's copy-engine epilogue (no stream-K) split in halves, the right half stored under the next tile's
     first ``p`` K-tiles of the left half; without ``epilogue`` only the main loop in halves (the control)."""
-    hold = HOLD + """        constexpr bool SPLIT = STORE == 0 && !STREAMK;              // experiment: split epilogue
+    hold = WS_CONSUMER + """        constexpr bool SPLIT = STORE == 0 && !STREAMK;              // experiment: split epilogue
         float (&lo)[64] = reinterpret_cast<float (&)[64]>(d[0]);
         float (&hi)[64] = reinterpret_cast<float (&)[64]>(d[64]);
 """
@@ -133,15 +128,13 @@ def split(p: int, epilogue: bool = True) -> list:
                 owed = true;
                 owed_m0 = m0;
                 owed_n0 = n0;
-            } else if (STORE == 0)
-                store_d_tma(d, c_map, buffers, c, m0 + 64 * c, n0);
-"""
+""" + WS_STORE
     end = """        if (SPLIT && owed)                                           // the last tile's right half
             store_d_tma(hi, c_map, split_buffers, c, owed_m0 + 64 * c, owed_n0 + 128);
-""" + END
+""" + WS_END
     if not epilogue:
-        return [SET, (MAIN, MAIN_HALVES), (HOLD, hold)]
-    return [SET, (MAIN, MAIN_HALVES), (HOLD, hold + owed), (ZERO_AND_LOOP, loop), (EPILOGUE, tail), (END, end)]
+        return [SET, (MAIN, MAIN_HALVES), (WS_CONSUMER, hold)]
+    return [SET, (MAIN, MAIN_HALVES), (WS_CONSUMER, hold + owed), (ZERO_AND_LOOP, loop), (WS_STORE, tail), (WS_END, end)]
 
 
 EDITS = {"halves": split(2, epilogue=False), "split1": split(1), "split2": split(2), "split3": split(3)}

@@ -21,8 +21,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import gpu, tma, verify
-from drafts.variants import (cuda_and_cupy, device_array, last_step_variants, launched_three_times, print_correct,
-                             time_against_cublas)
+from drafts.variants import (WS_CONSUMER, WS_END, cuda_and_cupy, device_array, last_step_variants,
+                             launched_three_times, print_correct, time_against_cublas)
 
 SLOTS = 40                    # per block: 4 per portion (at most 9 portions), the end in slot 36
 ARRAYS = f"""__device__ unsigned long long xstamps[132 * {SLOTS}];   // experiment
@@ -33,33 +33,31 @@ __device__ int xparts[132 * {SLOTS}];
 
 // [gemm_ws]
 """
-CONSUMER = "        const int c = group - 1;\n        float d[128];\n        int it = 0;\n"
 TILE = ("            const int2 tile = ws_tile<PERSISTENT>(t, tiles_m, tiles_n);\n"
         "            const int m0 = (tile.x * CLUSTER + rank) * WS_BM, n0 = tile.y * WS_BN;\n#pragma unroll\n")
 BUFFERS = "            unsigned char* buffers = b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES;\n"
 AWAIT = "                await_part(flags + (walk.holder(t, ke) * CLUSTER + rank) * WS_CONSUMERS + c, epoch);\n"
 RAISE = ("            if (STREAMK && kb > 0)                                   // a part that the one before it waits for\n"
          "                raise_when_stored(flags + blockIdx.x * WS_CONSUMERS + c, epoch);\n")
-END = "        if (STORE == 0 && threadIdx.x % 128 == 0)                    // every box has left before the block does\n"
 DRAIN = "            asm volatile(\"cp.async.bulk.wait_group 0;\" ::: \"memory\");\n"
 
 STAMPS = [("// [gemm_ws]\n", ARRAYS),
-          (CONSUMER, CONSUMER + "        int xp = 0;\n"),
+          (WS_CONSUMER, WS_CONSUMER + "        int xp = 0;\n"),
           (TILE, "            XSTAMP(xp * 4);\n            if (STREAMK && c == 0 && threadIdx.x == 128 && gridDim.x == 132 && xp < 9) {\n"
                  f"                xparts[blockIdx.x * {SLOTS} + xp * 4] = t; xparts[blockIdx.x * {SLOTS} + xp * 4 + 1] = kb;\n"
                  f"                xparts[blockIdx.x * {SLOTS} + xp * 4 + 2] = ke; }}\n" + TILE),
           (BUFFERS, BUFFERS + "            XSTAMP(xp * 4 + 1);\n"),
           (AWAIT, AWAIT + "                XSTAMP(xp * 4 + 2);\n"),
           (RAISE, RAISE + "            XSTAMP(xp * 4 + 3);\n            ++xp;\n"),
-          (END, "        XSTAMP(36);\n" + END),
-          (END + DRAIN, END + DRAIN + "        XSTAMP(37);\n")]
+          (WS_END, "        XSTAMP(36);\n" + WS_END),
+          (WS_END + DRAIN, WS_END + DRAIN + "        XSTAMP(37);\n")]
 LATE_RAISE = "                raise_when_stored(flags + blockIdx.x * WS_CONSUMERS + c, epoch);\n"
-LATE = [(CONSUMER, CONSUMER + "        bool owed = false;                                           // experiment: a flag to raise\n"),
+LATE = [(WS_CONSUMER, WS_CONSUMER + "        bool owed = false;                                           // experiment: a flag to raise\n"),
         (BUFFERS, BUFFERS + "            if (STREAMK && owed) {                                   // the part before is long in C\n"
                             "    " + LATE_RAISE + "                owed = false;\n            }\n"),
         (RAISE, "            if (STREAMK && kb > 0)                                   // raised after the next main loop\n"
                 "                owed = true;\n"),
-        (END, "        if (STREAMK && owed)\n    " + LATE_RAISE + END)]
+        (WS_END, "        if (STREAMK && owed)\n    " + LATE_RAISE + WS_END)]
 EDITS = {"stamp": STAMPS, "late": LATE, "late_stamp": STAMPS + LATE}
 
 
@@ -97,14 +95,18 @@ def phases(kernel, n: int) -> None:
                                          for k, v in d.items() if v), flush=True)
 
 
-def stamped_then_timed(cp, ks: dict) -> None:
-    """The phases of each stamped kernel of ``ks`` (a name with 'stamp') at 4096^3, then the others interleaved with
-    cuBLAS at 4096^3 and 8192^3."""
+def stamped(ks: dict) -> None:
+    """The phases of each stamped kernel of ``ks`` (a name with 'stamp'), from its third launch at 4096^3."""
     A, B = verify.random_operands(4096, 4096, 4096, seed=1)
     for name in (name for name in ks if "stamp" in name):
         launched_three_times(ks[name], A, B)
         print(f"{name}, 4096^3, the third launch (ns from the first block's start):", flush=True)
         phases(ks[name], 4096)
+
+
+def stamped_then_timed(cp, ks: dict) -> None:
+    """:func:`stamped`, then the kernels of ``ks`` without stamps interleaved with cuBLAS at 4096^3 and 8192^3."""
+    stamped(ks)
     time_against_cublas(cp, {name: k for name, k in ks.items() if "stamp" not in name}, ((4096,) * 3, (8192,) * 3))
 
 

@@ -32,6 +32,27 @@ def load_draft(name: str):
     return module
 
 
+# Texts of kernels/09_hopper.cu that the chapter 9 drafts anchor their edits on (replace_once finds each exactly once,
+# so a draft stops with a clear message when the kernel changes under it).
+WS_CONSUMER = "        const int c = group - 1;\n        float d[128];\n        int it = 0;\n"
+"""ws_gemm: a consumer warpgroup's state, before its loop over tiles."""
+WS_STORE = ("            } else if (STORE == 0)\n"
+            "                store_d_tma(d, c_map, buffers, c, m0 + 64 * c, n0);\n")
+"""ws_gemm: the copy-engine epilogue's call, at the end of each tile."""
+WS_END = "        if (STORE == 0 && threadIdx.x % 128 == 0)                    // every box has left before the block does\n"
+"""ws_gemm: a consumer's last wait for its stores, after its loop over tiles."""
+BOX_LOOP = "#pragma unroll\n    for (int j = 0; j < REGS / 16; ++j) {\n"
+"""store_d_tma: the loop over the boxes."""
+BOX_HEAD = ("        unsigned char* buf = buffers + (j % 2) * C_BOX_BYTES;\n"
+            "        if (issuer)                                                  // the store that read buf last is done reading\n"
+            '            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");\n')
+"""store_d_tma: a box's buffer, and the issuing thread's wait until the engine has read it."""
+BOX_FENCE = ('        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   '
+             "// the threads' stores, read by the engine next\n")
+"""store_d_tma: the proxy fence after the threads' writes of a box."""
+BOX_BARRIER = "        warpgroup_barrier(1 + consumer);\n"
+"""store_d_tma: the warpgroup barrier, before a box's writes and after its fence."""
+
 GOAL_SIZES = ((4096, 4096, 4096), (6144, 4096, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048))
 """Issue #18's four sizes for chapter 9's drafts, 4096^3 twice (the size the goal is missed at, and the spread
 between two timings of it)."""
