@@ -61,6 +61,14 @@
 #      and the boxes written in pairs, one fence for two (drafts/09_epilogue_cost_experiment.py; about 200 s)
 #   OB issue #18, next: one warpgroup barrier per epilogue box instead of two, alone and with the split epilogue
 #      (drafts/09_one_barrier_experiment.py, compile-checked; about 200 s)
+#   SB issue #18: the last step's producer asking for each stage in smaller boxes (A in 1 or 2, its half of B in 2 or
+#      4, as cuBLAS's kernel asks for its shared operand in 4), checked in a process of its own, timed interleaved
+#      with cuBLAS at the goal's sizes, then the L2 coalescer's merges of each (drafts/09_subbox_experiment.py; ~250 s)
+#   ST issue #18: who issues the epilogue's stores: the consumer's four warps in turn, or two idle warps of the
+#      producer warpgroup (the consumers then wait for no store and no issuing thread), and, for timing only, the
+#      issuer without its fence; stamped, checked, timed interleaved with cuBLAS (drafts/09_storer_experiment.py; ~200 s)
+#   CS issue #18: the SASS of the kernel cuBLAS runs at 4096^3 (BF16, FP32 C) and of the last step, through Nsight Compute
+#      with stall samples per instruction (drafts/09_cublas_sass.sh; its epilogue next to the last step's; about 120 s)
 #   P  issue #18: when the last step's blocks ask for the tiles they share (the producer's requests stamped with
 #      %globaltimer at 4096^3: how long after another request for the same K-tile of the same slab each comes), and a
 #      serpentine tile order checked, timed interleaved and profiled (DRAM reads, coalescer merges)
@@ -180,6 +188,17 @@ case $part in
   M) run stagger 300 python3 drafts/09_stagger_experiment.py ;;
   N) run split-epilogue 500 python3 drafts/09_split_epilogue_experiment.py ;;
   EC) run epilogue-cost 400 python3 drafts/09_epilogue_cost_experiment.py ;;
+  SB) run subbox-check 90 python3 drafts/09_subbox_experiment.py --check
+     if grep -q "False" "$out/logs/subbox-check.log" || ! grep -q "2048x4096x192" "$out/logs/subbox-check.log"; then
+         echo "subbox: not correct or did not finish; not timed" | tee -a "$out/logs/summary"
+     else
+         run subbox 300 python3 drafts/09_subbox_experiment.py --time
+         run ncu-subbox 150 ncu --clock-control none -k regex:wgmma_gemm_tmastore_bf16 --metrics \
+             lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,lrc__lts2lrc_sectors_op_read.sum,lts__t_sectors_srcunit_ltcfabric.sum,dram__bytes_read.sum,gpu__time_duration.sum \
+             --csv --page details python3 drafts/09_subbox_experiment.py --once
+     fi ;;
+  ST) run storer 400 python3 drafts/09_storer_experiment.py ;;
+  CS) run cublas-sass 450 bash drafts/09_cublas_sass.sh "$out" ;;
   OB) run one-barrier 400 python3 drafts/09_one_barrier_experiment.py ;;
   X) run copy-path 150 python3 drafts/08_copy_path_experiment.py
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py

@@ -239,20 +239,28 @@ class HopperGemmKernel(Sm90aOnly, tensor_gemm.TensorGemmKernel):
         room = device.current().sms if c.cluster == 1 else _active_clusters(self)
         return (c.cluster * max(1, min(room, work)), 1, 1)
 
+    def operand_boxes(self) -> tuple[int, int]:
+        """The rows of the boxes of A's and B's tensor maps, what one copy-engine load brings: the tile's rows of A
+        and the block's share of the tile's columns of B (a draft that loads a stage in smaller boxes overrides it)."""
+        c = self.config
+        return c.BM, c.BN // c.cluster
+
     def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
         """Enqueue the kernel on device buffers laid out as :meth:`on_device` makes them (with a copy-engine
         epilogue, C's rows :func:`c_columns` long)."""
         c = self.config
 
+        a_rows, b_rows = self.operand_boxes()
+
         def maps():
             stride = tensor_gemm.padded_length(K, self.precision) * 2
             out = [(hopper.matrix_map(rows, K, self.precision, box, c.BK, "128B", stride), p)
-                   for rows, box, p in ((M, c.BM, a_ptr), (N, c.BN // c.cluster, b_ptr))]
+                   for rows, box, p in ((M, a_rows, a_ptr), (N, b_rows, b_ptr))]
             if c.c_map:
                 out.append((hopper.matrix_map(M, N, "FP32", c.c_box_rows, C_BOX[1], "128B", c_columns(c, N) * 4), c_ptr))
             return out
 
-        key = (c, self.precision, int(a_ptr), int(b_ptr), int(c_ptr) if c.c_map else 0, M, N, K)
+        key = (c, a_rows, b_rows, self.precision, int(a_ptr), int(b_ptr), int(c_ptr) if c.c_map else 0, M, N, K)
         grid = self.grid(M, N)
         extra = _streamk_arguments(grid[0]) if c.streamk else []
         launch_with_maps(self, grid, c.shared, c.threads, map_addresses(key, maps), c_ptr, M, N, K, extra)
