@@ -15,8 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import gpu, tma
-from drafts.variants import (BOX_BARRIER, BOX_FENCE, BOX_HEAD, GOAL_SIZES, cuda_and_cupy, last_step_variants,
-                             load_draft, print_correct, time_against_cublas)
+from drafts.variants import BOX_BARRIER, BOX_FENCE, BOX_HEAD, cuda_and_cupy, last_step_variants, load_draft
 
 split, stagger = load_draft("09_split_epilogue_experiment"), load_draft("09_stagger_experiment")
 
@@ -39,10 +38,7 @@ def main():
     gpu.cuda()
     cp = cuda_and_cupy()
     with tempfile.TemporaryDirectory() as tmp:
-        ks = last_step_variants(Path(tmp), EDITS, config=tma.GEMM_TMA_STORE)
-        stagger.phases.stamped(ks)                        # first: no larger launch has left stamps behind
-        print_correct(ks, split.CHECK)
-        time_against_cublas(cp, {n: k for n, k in ks.items() if "stamp" not in n}, GOAL_SIZES)
+        stagger.stamped_checked_timed(cp, last_step_variants(Path(tmp), EDITS, config=tma.GEMM_TMA_STORE), split.CHECK)
 
 
 if __name__ == "__main__":

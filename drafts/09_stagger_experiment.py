@@ -15,7 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import gpu, tma
-from drafts.variants import cuda_and_cupy, last_step_variants, load_draft, print_correct
+from drafts.variants import (GOAL_SIZES, cuda_and_cupy, last_step_variants, load_draft, print_correct,
+                             time_against_cublas)
 
 phases = load_draft("09_streamk_phases_experiment")
 
@@ -44,6 +45,15 @@ NO_STORE = [(STORE, "            else                                           
                     "                asm volatile(\"\" ::: \"memory\");\n")]
 EDITS = {"stamp": STAMPS, "stag1500": staggered(1500), "stag3000": staggered(3000),
          "stag3000_stamp": staggered(3000) + STAMPS, "nostore_stamp": NO_STORE + STAMPS}
+
+
+def stamped_checked_timed(cp, ks: dict, check_sizes) -> None:
+    """For the drafts that build on these stamps: the stamped kernels of ``ks`` first (no larger launch has left
+    stamps behind), then all checked at ``check_sizes``, then those without stamps timed interleaved with cuBLAS at
+    the goal's sizes."""
+    phases.stamped(ks)
+    print_correct(ks, check_sizes)
+    time_against_cublas(cp, {n: k for n, k in ks.items() if "stamp" not in n}, GOAL_SIZES)
 
 
 def main():

@@ -129,10 +129,7 @@ def main():
             print_correct(ks, split.CHECK[:3])
             time_against_cublas(cp, ks, ((4096,) * 3,) * 3 + ((6144, 4096, 2048), (8192,) * 3))
             return
-        ks = last_step_variants(Path(tmp), EDITS, config=tma.GEMM_TMA_STORE)
-        stagger.phases.stamped(ks)                        # first: no larger launch has left stamps behind
-        print_correct(ks, split.CHECK)
-        time_against_cublas(cp, {n: k for n, k in ks.items() if "stamp" not in n}, GOAL_SIZES)
+        stagger.stamped_checked_timed(cp, last_step_variants(Path(tmp), EDITS, config=tma.GEMM_TMA_STORE), split.CHECK)
 
 
 if __name__ == "__main__":
