@@ -249,7 +249,6 @@ class HopperGemmKernel(Sm90aOnly, tensor_gemm.TensorGemmKernel):
         """Enqueue the kernel on device buffers laid out as :meth:`on_device` makes them (with a copy-engine
         epilogue, C's rows :func:`c_columns` long)."""
         c = self.config
-
         a_rows, b_rows = self.operand_boxes()
 
         def maps():
