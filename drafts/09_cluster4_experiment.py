@@ -19,14 +19,14 @@
 #   timeout 300 python3 drafts/09_cluster4_experiment.py --time [--sizes 4096 8192]
 #   python3 drafts/09_cluster4_experiment.py --compile        (no GPU: ptxas's registers and spills for sm_90a)
 #   python3 drafts/09_cluster4_experiment.py --model          (no GPU: the barrier protocol under random schedules)
-import argparse, ctypes, dataclasses, sys, tempfile
+import argparse, ctypes, sys, tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import compile_units, compiler, gpu, hopper, precisions, tensor_gemm, timing, tma, verify
-from drafts.variants import cuda_and_cupy, kernel_variant
+from drafts.variants import cuda_and_cupy, kernel_variant, recast
 
 HELPER_AFTER = "// [/cluster_helpers]\n"
 MASKED_COPY = '''__device__ __forceinline__ void tma_load_2d_mask(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar,
@@ -107,9 +107,7 @@ def kernels(tmp: Path, precision: str) -> dict:
     path.write_text(source())
     unit = compile_units.CompileUnit(path, arch_specific="sm_90a")
     last = tma.hopper_kernel(tma.GEMM_TMA_STORE, precision=precision)
-    fields = {f.name: getattr(last, f.name) for f in dataclasses.fields(last) if f.init}
-    c4 = Cluster4Kernel(**{**fields, "name": f"c4_{precision}", "function": CONFIG.function, "config": CONFIG,
-                           "source": unit})
+    c4 = recast(last, Cluster4Kernel, name=f"c4_{precision}", function=CONFIG.function, config=CONFIG, source=unit)
     return {"last": last, "c4": c4}
 
 

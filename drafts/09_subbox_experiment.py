@@ -12,14 +12,14 @@
 #   timeout 300 python3 drafts/09_subbox_experiment.py --time
 #   ncu ... -k regex:wgmma_gemm_tmastore_bf16 ... python3 drafts/09_subbox_experiment.py --once
 import sys, tempfile
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gemmlab import gpu, tma, verify
 from drafts.variants import (GOAL_SIZES, cuda_and_cupy, last_step_variants, launch_twice, load_draft, print_correct,
-                             time_against_cublas)
+                             recast, time_against_cublas)
 
 split = load_draft("09_split_epilogue_experiment")
 
@@ -53,8 +53,7 @@ def kernels(tmp: Path) -> dict:
              for name, (a, b) in PARTS.items()}
     ks = last_step_variants(tmp, edits)
     for name, (a, b) in PARTS.items():
-        k = ks[name]
-        ks[name] = SubBoxes(**{f.name: getattr(k, f.name) for f in fields(k) if f.init}, a_parts=a, b_parts=b)
+        ks[name] = recast(ks[name], SubBoxes, a_parts=a, b_parts=b)
     return ks
 
 

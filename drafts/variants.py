@@ -178,6 +178,13 @@ def last_step_variants(tmp: Path, edits: dict, precision: str = "BF16", config=N
     return last_step_kernels(tmp, sources, precision, config)
 
 
+def recast(kernel, cls, **changes):
+    """``kernel`` as an instance of ``cls``, a subclass of its class that adds fields or overrides a method (another
+    grid, other tensor maps), with ``changes`` to its fields."""
+    import dataclasses
+    return cls(**{**{f.name: getattr(kernel, f.name) for f in dataclasses.fields(kernel) if f.init}, **changes})
+
+
 def device_array(kernel, symbol: str, dtype, count: int):
     """The ``__device__`` array ``symbol`` (``count`` items of ``dtype``) of the module that ``kernel``'s launches
     used, copied back through the driver: what an instrumented kernel wrote."""
