@@ -219,6 +219,43 @@ print("all right")
     assert outcome.status == "ok", str(outcome)
 
 
+def test_the_handed_over_boxes_land_on_any_grid(hopper_gpu):
+    """The storer warps store a consumer's boxes in the order it hands them over, and the split kernel owes each
+    tile's right half until the next tile's first two K-tiles (or stores it first where a tile has fewer). Here both
+    run on forced grids of 1, 2 and 3 clusters, so that a block takes up to 12 tiles, with 1, 2, 3 and 12 K-tiles a
+    tile, and twice into the same C. In a child process under the watchdog: a barrier counted wrong would hang."""
+    from gemmlab import watchdog
+
+    code = """
+from dataclasses import dataclass, fields
+import numpy as np
+from gemmlab import tensor_gemm, tma, verify
+
+@dataclass(frozen=True)
+class FewClusters(tma.HopperGemmKernel):
+    clusters: int = 1
+    def grid(self, M, N):
+        return (2 * self.clusters, 1, 1)
+
+for p in tma.PRECISIONS:
+    for config in (tma.GEMM_STORER, tma.GEMM_SPLIT):
+        base = tma.hopper_kernel(config, precision=p)
+        for M, N, K in ((640, 1000, 64), (640, 1000, 128), (300, 520, 130), (700, 900, 770), (33, 17, 9)):
+            A, B = verify.random_operands(M, N, K, seed=M + K)
+            ref = tensor_gemm.reference(A, B, p)
+            for clusters in (1, 2, 3):
+                k = FewClusters(**{f.name: getattr(base, f.name) for f in fields(base)}, clusters=clusters)
+                problem = k.on_device(A, B)
+                problem.launch()
+                first = problem.result()
+                problem.launch()
+                assert ref.check(first).ok and np.array_equal(first, problem.result()), (config.function, p, M, N, K, clusters)
+print("all right")
+"""
+    outcome = watchdog.run_isolated(code, timeout_s=180)
+    assert outcome.status == "ok", str(outcome)
+
+
 def test_a_map_made_for_one_kernel_is_never_used_by_another(hopper_gpu):
     """v0 and the paired-stores kernel launched on the same device buffers, one after the other: each must get maps
     of its own boxes (with v0's 64 x 128 boxes the other's barrier would expect more bytes than arrive, and wait
