@@ -580,8 +580,8 @@ __device__ __forceinline__ void store_d_handed(const float (&d)[REGS], unsigned 
 //   SPLIT       (with STORER, 1 to WS_STAGES - 1) a consumer hands over the left half of its 64 x 256 results at a
 //               tile's end and the right half under the next tile's first SPLIT K-tiles, which it runs on the left
 //               half first: half of the epilogue overlaps wgmma (the main loop as two m64n128k16 per 16-deep step).
-// Producer, consumers and storers walk the same portions (StreamK: whole tiles, and with STREAMK parts of tiles), so the
-// ring's stages and phases agree.
+// Producer, consumers and storers walk the same portions (StreamK: whole tiles, and with STREAMK parts of tiles), so
+// the ring's stages and phases agree.
 #define WS_BM 128
 #define WS_BN 256
 #define WS_BK 64
@@ -733,12 +733,13 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
         float (&lo)[64] = reinterpret_cast<float (&)[64]>(d[0]);     // SPLIT: columns 0-127 of the tile
         float (&hi)[64] = reinterpret_cast<float (&)[64]>(d[64]);    // and 128-255 (the m64n256 layout's halves)
         bool owed = false;                                           // SPLIT: the tile before's right half, in hi
+        unsigned char* const buffers = b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES;   // behind the ring
         int it = 0;
         while (walk.next(t, kb, ke)) {
             const int2 tile = ws_tile<PERSISTENT>(t, tiles_m, tiles_n);
             const int m0 = (tile.x * CLUSTER + rank) * WS_BM, n0 = tile.y * WS_BN;
             if (SPLIT && owed && ke - kb < SPLIT) {                  // too few K-tiles to hide the owed half under
-                store_d_handed(hi, b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES, c);
+                store_d_handed(hi, buffers, c);
                 owed = false;
             }
             if (!(SPLIT && owed)) {
@@ -758,7 +759,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
                     wgmma_half_k_tile<F16>(lo, q == 0, descriptor_128b(a_tiles + s * A_STAGE + c * 64 * 128),
                                            descriptor_128b(b_tiles + s * B_STAGE));
                 }
-                store_d_handed(hi, b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES, c);
+                store_d_handed(hi, buffers, c);
 #pragma unroll
                 for (int q = 0; q < SPLIT; ++q, ++it, ++kt) {
                     const int s = it % WS_STAGES;
@@ -808,7 +809,6 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
 #pragma unroll
             for (int i = 0; i < 128; ++i)
                 asm volatile("" : "+f"(d[i])::"memory");
-            unsigned char* buffers = b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES;
             if (STREAMK && ke < k_tiles) {                           // a part with another after it: add, in order
                 await_part(flags + (walk.holder(t, ke) * CLUSTER + rank) * WS_CONSUMERS + c, epoch);
                 store_d_tma<128, true>(d, c_map, buffers, c, m0 + 64 * c, n0);
@@ -829,7 +829,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
                 raise_when_stored(flags + blockIdx.x * WS_CONSUMERS + c, epoch);
         }
         if (SPLIT && owed)                                           // the last tile's right half
-            store_d_handed(hi, b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES, c);
+            store_d_handed(hi, buffers, c);
         if (STORE == 0 && !STORER && threadIdx.x % 128 == 0)         // every box has left before the block does
             asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
