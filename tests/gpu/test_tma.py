@@ -178,6 +178,20 @@ print("all right")
     assert outcome.status == "ok", str(outcome)
 
 
+# For the child processes below: a persistent clustered kernel on a forced grid of `clusters` clusters of two.
+FEW_CLUSTERS = """
+from dataclasses import dataclass, fields
+import numpy as np
+from gemmlab import tensor_gemm, tma, verify
+
+@dataclass(frozen=True)
+class FewClusters(tma.HopperGemmKernel):
+    clusters: int = 1
+    def grid(self, M, N):
+        return (2 * self.clusters, 1, 1)
+"""
+
+
 def test_the_stream_k_parts_meet_in_c_on_any_grid_in_one_order(hopper_gpu):
     """The persistent grid shares the last round out at some of the sizes above; here the stream-K kernel runs on
     forced grids of 1, 2, 3, 5 and 7 clusters (two, three or more parts to a tile, a unit's whole range inside one
@@ -185,16 +199,7 @@ def test_the_stream_k_parts_meet_in_c_on_any_grid_in_one_order(hopper_gpu):
     earlier launch never counts). In a child process under the watchdog: a wrong wait would hang."""
     from gemmlab import watchdog
 
-    code = """
-from dataclasses import dataclass, fields
-import numpy as np
-from gemmlab import streamk, tensor_gemm, tma, verify
-
-@dataclass(frozen=True)
-class FewClusters(tma.HopperGemmKernel):
-    clusters: int = 1
-    def grid(self, M, N):
-        return (2 * self.clusters, 1, 1)
+    code = FEW_CLUSTERS + """from gemmlab import streamk
 
 cut = 0
 for p in tma.PRECISIONS:
@@ -226,17 +231,7 @@ def test_the_handed_over_boxes_land_on_any_grid(hopper_gpu):
     tile, and twice into the same C. In a child process under the watchdog: a barrier counted wrong would hang."""
     from gemmlab import watchdog
 
-    code = """
-from dataclasses import dataclass, fields
-import numpy as np
-from gemmlab import tensor_gemm, tma, verify
-
-@dataclass(frozen=True)
-class FewClusters(tma.HopperGemmKernel):
-    clusters: int = 1
-    def grid(self, M, N):
-        return (2 * self.clusters, 1, 1)
-
+    code = FEW_CLUSTERS + """
 for p in tma.PRECISIONS:
     for config in (tma.GEMM_STORER, tma.GEMM_SPLIT):
         base = tma.hopper_kernel(config, precision=p)
