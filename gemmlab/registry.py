@@ -183,14 +183,16 @@ HOPPER_STEPS: tuple[tuple[str, str, str], ...] = (
     ("hopper_pairs", "GEMM_PAIRS", "+ an epilogue of 8-byte stores"),
     ("hopper_cluster", "GEMM_CLUSTER", "+ clusters of two blocks, each copying half of a shared B tile into both"),
     ("hopper_tmastore", "GEMM_TMA_STORE", "+ the epilogue through the copy engine, overlapping the next tile"),
+    ("hopper_storer", "GEMM_STORER", "+ the stores issued by two idle warps of the producer warpgroup"),
+    ("hopper_split", "GEMM_SPLIT", "+ half of each tile's epilogue under the next tile's first two K-tiles"),
 )
 """Chapter 9's ladder, as triples of a name, the :mod:`gemmlab.tma` configuration and what the step adds."""
 
 HOPPER_ALTERNATIVES: tuple[tuple[str, str, str], ...] = (
     ("hopper_streamk", "GEMM_STREAMK",
-     "the last step with its last round's K-tiles shared out evenly, cut tiles added up in C by the copy engine"),
+     "hopper_tmastore with its last round's K-tiles shared out evenly, cut tiles added up in C by the copy engine"),
     ("hopper_pingpong", "GEMM_PINGPONG",
-     "the last step's pieces scheduled ping-pong: each consumer owns 128x128 tiles and stores while the other computes"),
+     "hopper_tmastore's pieces scheduled ping-pong: each consumer owns 128x128 tiles and stores while the other computes"),
 )
 """Chapter 9's kernels beside the ladder (not one more step each), as :data:`HOPPER_STEPS`."""
 

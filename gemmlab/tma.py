@@ -9,7 +9,7 @@ before the driver could answer with a bare error code. :func:`driver_accepts` as
 GPU test can hold the Python rules against the driver's own verdicts. :func:`tile_image` runs the first Hopper
 kernel (``kernels/09_hopper.cu``): one copy into swizzled shared memory, completed on an ``mbarrier``, written back
 so that it can be compared with :func:`gemmlab.hopper.box_image`; :func:`gemm` runs the GEMMs on the copy engine
-and ``wgmma`` (:data:`GEMM_V0`, :data:`GEMM_WS` and the steps after it, to :data:`GEMM_TMA_STORE`, and beside them
+and ``wgmma`` (:data:`GEMM_V0`, :data:`GEMM_WS` and the steps after it, to :data:`GEMM_SPLIT`, and beside them
 :data:`GEMM_STREAMK` and :data:`GEMM_PINGPONG`).
 """
 
@@ -177,16 +177,22 @@ _STORE_BUFFERS = 2 * 2 * C_BOX[0] * C_BOX[1] * 4      # two boxes for each of th
 GEMM_TMA_STORE = replace(GEMM_CLUSTER, function="wgmma_gemm_tmastore", c_map=True, shared=GEMM_WS.shared + _STORE_BUFFERS)
 """The same with the epilogue through the copy engine, using two buffers of one box per consumer warpgroup
 (``WGMMA_GEMM_TMA_STORE_SHARED``)."""
+GEMM_STORER = replace(GEMM_TMA_STORE, function="wgmma_gemm_storer")
+"""The same with the copy engine's stores issued by two idle warps of the producer warpgroup, to which the consumers
+hand each box over (``STORER``)."""
+GEMM_SPLIT = replace(GEMM_STORER, function="wgmma_gemm_split")
+"""The same with half of each tile's epilogue handed over under the next tile's first two K-tiles (``SPLIT``): the
+ladder's last step."""
 GEMM_STREAMK = replace(GEMM_TMA_STORE, function="wgmma_gemm_streamk", streamk=True)
-"""The last step whose last round of tiles is shared out evenly along K between the units (stream-K), the parts of a
+"""``GEMM_TMA_STORE`` with its last round of tiles shared out evenly along K between the units (stream-K), the parts of a
 cut tile added up in C by the copy engine (``STREAMK`` in ``ws_gemm``)."""
 GEMM_PINGPONG = replace(GEMM_PERSISTENT, function="wgmma_gemm_pingpong", BN=128, c_map=True,
                         shared=1024 + 6 * (128 + 128) * 64 * 2 + _STORE_BUFFERS)
 """Ping-pong consumers. Each consumer warpgroup owns whole 128 x 128 tiles and the two take turns at the tensor
 cores, one storing (through the copy engine) while the other computes; a ring of 6 stages, no cluster
 (``PINGPONG_SHARED``)."""
-GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUSTER, GEMM_TMA_STORE, GEMM_QUADS,
-         GEMM_STREAMK, GEMM_PINGPONG)
+GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUSTER, GEMM_TMA_STORE, GEMM_STORER,
+         GEMM_SPLIT, GEMM_QUADS, GEMM_STREAMK, GEMM_PINGPONG)
 """Every GEMM of ``09_hopper.cu``: chapter 9's ladder (:data:`gemmlab.registry.HOPPER_STEPS`), the kernels beside it
 (:data:`gemmlab.registry.HOPPER_ALTERNATIVES`) and the candidates."""
 

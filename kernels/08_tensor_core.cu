@@ -133,6 +133,30 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const unsigned (&a)[4], 
     }
 #endif
 }
+
+// A warp's MI x NI grid of accumulator tiles (MI 16-row blocks of A by NI 8-column blocks of B): all set to zero,
+// and one k-step added to each, fragment i of A times fragment j of B.
+template <int MI, int NI>
+__device__ __forceinline__ void zero_grid(float (&acc)[MI][NI][4])
+{
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                acc[i][j][e] = 0.0f;
+}
+
+template <int KIND, int MI, int NI>
+__device__ __forceinline__ void mma_grid(float (&acc)[MI][NI][4], const unsigned (&a)[MI][4], const unsigned (&b)[NI][2])
+{
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+            mma_step<KIND>(acc[i][j], a[i], b[j]);
+}
 // [/mma]
 
 // [swizzle]
@@ -308,13 +332,7 @@ __device__ __forceinline__ void tc_gemm(const unsigned char* __restrict__ A, con
     // [/load_tile]
 
     float acc[MI][NI][4];
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int j = 0; j < NI; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-                acc[i][j][e] = 0.0f;
+    zero_grid(acc);
 
     // [warp_step]
     // The warp's fragments for one k-step (32 bytes of K): A by ldmatrix.x4, a 16-row block whose lane l points at
@@ -349,13 +367,7 @@ __device__ __forceinline__ void tc_gemm(const unsigned char* __restrict__ A, con
                                   st + b_off[j] + 16 * kk * B_ROW);
         }
     };
-    auto mma_all = [&](int set) {
-#pragma unroll
-        for (int i = 0; i < MI; ++i)
-#pragma unroll
-            for (int j = 0; j < NI; ++j)
-                mma_step<KIND>(acc[i][j], a[set][i], b[set][j]);
-    };
+    auto mma_all = [&](int set) { mma_grid<KIND>(acc, a[set], b[set]); };
     // [/warp_step]
 
     // [pipeline]
@@ -669,13 +681,7 @@ __device__ __forceinline__ void tc_tma_ws(const CUtensorMap* a_map, const CUtens
         b_off[t] = A_BYTES + chunk / 8 * PANEL + row * 128 + ((chunk % 8) ^ (row % 8)) * 16;
     }
     float acc[MI][NI][4];
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int j = 0; j < NI; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-                acc[i][j][e] = 0.0f;
+    zero_grid(acc);
     unsigned a[2][MI][4], b[2][NI][2];
     auto load_fragments = [&](int stage, int kk, int set) {
         const unsigned char* st = smem + stage * STAGE;
@@ -687,13 +693,7 @@ __device__ __forceinline__ void tc_tma_ws(const CUtensorMap* a_map, const CUtens
             ldmatrix_x4_trans(b[set][2 * j][0], b[set][2 * j][1], b[set][2 * j + 1][0], b[set][2 * j + 1][1],
                               st + b_off[j] + 16 * kk * 128);
     };
-    auto mma_all = [&](int set) {
-#pragma unroll
-        for (int i = 0; i < MI; ++i)
-#pragma unroll
-            for (int j = 0; j < NI; ++j)
-                mma_step<KIND>(acc[i][j], a[set][i], b[set][j]);
-    };
+    auto mma_all = [&](int set) { mma_grid<KIND>(acc, a[set], b[set]); };
     if (tiles > 0) {
         barrier_wait(full, 0);
         load_fragments(0, 0, 0);

@@ -29,6 +29,9 @@
 //   wgmma_gemm_tmastore_* (a_map, bt_map, c_map, C, M, N, K) - the clustered kernel with its epilogue through the
 //       copy engine (store_d_tma): c_map describes C (FP32, rows a multiple of 16 bytes apart) in boxes of 64 rows x
 //       32 columns, 128-byte swizzle; WGMMA_GEMM_TMA_STORE_SHARED bytes of dynamic shared memory.
+//   wgmma_gemm_storer_*, wgmma_gemm_split_* (same arguments) - the last two steps: the stores issued by two idle
+//       warps of the producer warpgroup (ws_gemm's STORER), then half of each tile's epilogue under the next tile's
+//       first two K-tiles (SPLIT); WGMMA_GEMM_TMA_STORE_SHARED bytes.
 //   wgmma_gemm_quads_* - the paired-stores kernel with 16-byte stores instead (store_d_quads); a candidate that
 //       was no faster, kept for the comparison.
 //   wgmma_gemm_streamk_* (a_map, bt_map, c_map, C, M, N, K, flags, epoch) - the last step with a stream-K tail: where
@@ -183,6 +186,39 @@ __device__ __forceinline__ void wgmma_64x128x16(float (&d)[64], uint64_t desc_a,
         WGMMA(128, "f16", REGS64, ACC64, "64", "65");
     else
         WGMMA(128, "bf16", REGS64, ACC64, "64", "65");
+}
+
+// The same with D = A * B: d's old values neither read (scale-d 0) nor declared read ("=f"), for the first K-tile of
+// a half of the accumulators whose last values are still being stored (ws_gemm's SPLIT). With zeros assigned in C++
+// instead, the compiler shares one zero register between the halves, and ptxas then waits for every wgmma of one half
+// before the other half's stores (its message C7517).
+#define SET8(i) "=f"(d[i]), "=f"(d[i + 1]), "=f"(d[i + 2]), "=f"(d[i + 3]), "=f"(d[i + 4]), "=f"(d[i + 5]), \
+                "=f"(d[i + 6]), "=f"(d[i + 7])
+#define SET64 SET8(0), SET8(8), SET8(16), SET8(24), SET8(32), SET8(40), SET8(48), SET8(56)
+template <bool F16>
+__device__ __forceinline__ void wgmma_64x128x16_set(float (&d)[64], uint64_t desc_a, uint64_t desc_b)
+{
+    if constexpr (F16)
+        asm volatile("{\n wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" REGS64 "}, %64, %65, 0, 1, 1, 0, 0;\n}"
+                     : SET64 : "l"(desc_a), "l"(desc_b));
+    else
+        asm volatile("{\n wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" REGS64 "}, %64, %65, 0, 1, 1, 0, 0;\n}"
+                     : SET64 : "l"(desc_a), "l"(desc_b));
+}
+
+// One 64-deep K-tile on a half of a consumer's accumulators (ws_gemm's SPLIT), committed as a group of its own: its
+// first wgmma sets the half (set) or adds to it, the other three add.
+template <bool F16>
+__device__ __forceinline__ void wgmma_half_k_tile(float (&h)[64], bool set, uint64_t desc_a, uint64_t desc_b)
+{
+    if (set)
+        wgmma_64x128x16_set<F16>(h, desc_a, desc_b);
+    else
+        wgmma_64x128x16<F16>(h, desc_a, desc_b);
+#pragma unroll
+    for (int kk = 1; kk < 4; ++kk)
+        wgmma_64x128x16<F16>(h, desc_a + 2 * kk, desc_b + 2 * kk);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
 // [store_d]
@@ -459,11 +495,23 @@ __device__ __forceinline__ void warpgroup_barrier(int id)
     asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
 }
 
+// Box j (columns 32j .. 32j + 31 of the warpgroup's 64 rows) into buf: each thread writes its pairs of neighbouring
+// columns as float2, row r of the box at r * 128 bytes, 16-byte chunk c at chunk c ^ (r % 8).
+template <int REGS>
+__device__ __forceinline__ void write_box(const float (&d)[REGS], unsigned char* buf, int j)
+{
+    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 16 * j; i < 16 * j + 16; i += 2) {
+        const int r = 16 * warp + lane / 4 + 8 * (i % 4 / 2), col = 8 * (i / 4 - 4 * j) + 2 * (lane % 4);
+        *reinterpret_cast<float2*>(buf + r * 128 + (((col / 4) ^ (r % 8)) * 16) + (col % 4) * 4) = make_float2(d[i], d[i + 1]);
+    }
+}
+
 template <int REGS, bool ADD = false>
 __device__ __forceinline__ void store_d_tma(const float (&d)[REGS], const CUtensorMap* c_map, unsigned char* buffers,
                                             int consumer, int row0, int col0)
 {
-    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
     const bool issuer = threadIdx.x % 128 == 0;
 #pragma unroll
     for (int j = 0; j < REGS / 16; ++j) {
@@ -471,11 +519,7 @@ __device__ __forceinline__ void store_d_tma(const float (&d)[REGS], const CUtens
         if (issuer)                                                  // the store that read buf last is done reading
             asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
         warpgroup_barrier(1 + consumer);
-#pragma unroll
-        for (int i = 16 * j; i < 16 * j + 16; i += 2) {
-            const int r = 16 * warp + lane / 4 + 8 * (i % 4 / 2), col = 8 * (i / 4 - 4 * j) + 2 * (lane % 4);
-            *reinterpret_cast<float2*>(buf + r * 128 + (((col / 4) ^ (r % 8)) * 16) + (col % 4) * 4) = make_float2(d[i], d[i + 1]);
-        }
+        write_box(d, buf, j);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the threads' stores, read by the engine next
         warpgroup_barrier(1 + consumer);
         if (issuer) {
@@ -493,13 +537,32 @@ __device__ __forceinline__ void store_d_tma(const float (&d)[REGS], const CUtens
 }
 // [/store_d_tma]
 
+// [store_d_handed]
+// The same boxes, handed to a storer warp (ws_gemm's STORER) instead of stored: the consumer warpgroup waits at named
+// barrier 3 + consumer until its storer says the buffer is free, writes the box and fences like store_d_tma, and
+// arrives at barrier 5 + consumer without waiting; the storer waits there and asks the copy engine for the store.
+// Each barrier counts 160 threads: the warpgroup and the storer warp. No consumer thread issues or waits for a store.
+template <int REGS>
+__device__ __forceinline__ void store_d_handed(const float (&d)[REGS], unsigned char* buffers, int consumer)
+{
+#pragma unroll
+    for (int j = 0; j < REGS / 16; ++j) {
+        unsigned char* buf = buffers + (j % 2) * C_BOX_BYTES;
+        asm volatile("bar.sync %0, 160;" ::"r"(3 + consumer) : "memory");      // the storer: buf is free
+        write_box(d, buf, j);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the threads' stores, read by the engine next
+        asm volatile("bar.arrive %0, 160;" ::"r"(5 + consumer) : "memory");    // buf is written: store it
+    }
+}
+// [/store_d_handed]
+
 // [gemm_ws]
 // The warp-specialised kernels: a ring of WS_STAGES tiles filled by the copy engine, one producer warpgroup and two
 // consumer warpgroups. Thread 0 (the producer) waits until a stage is empty, tells its full barrier how many bytes
 // to expect, and asks for the next 128 x 64 tile of A and 256 x 64 tile of Bt; each consumer warpgroup waits until
 // the stage is full, multiplies its 64 rows of A by all 256 columns (four wgmma m64n256k16), and each of its warps
 // marks the stage empty again once those wgmma are done (the empty barrier counts all eight consumer warps). The
-// producer gives registers back (setmaxnreg) so that the consumers can hold 128 accumulators each. Two switches:
+// producer gives registers back (setmaxnreg) so that the consumers can hold 128 accumulators each. The switches:
 //   OVERLAP     a consumer waits for the wgmma of the tile before (wait_group 1), not of this one (wait_group 0),
 //               so the tensor cores always have the next tile's work queued while a stage is handed back;
 //   PERSISTENT  one block per SM walks over the tiles of C (tile t, t + gridDim.x, ...) in groups of WS_GROUP rows
@@ -511,9 +574,14 @@ __device__ __forceinline__ void store_d_tma(const float (&d)[REGS], const CUtens
 //               copy engine fetches half of the shared B tile into both (multicast): half the B traffic from the
 //               L2. A stage is empty once the consumers of both blocks are done with it;
 //   STREAMK     (a section of its own, beside the ladder) the last round's K-tiles are shared out evenly between the units
-//               (StreamK), and the parts of a tile cut between units are added up in C by the copy engine.
-// Producer and consumers walk the same portions (StreamK: whole tiles, and with STREAMK parts of tiles), so the
-// ring's stages and phases agree.
+//               (StreamK), and the parts of a tile cut between units are added up in C by the copy engine;
+//   STORER      (with STORE 0) two warps of the producer warpgroup issue the copy engine's stores (storer_warp): a
+//               consumer hands each box over (store_d_handed) and waits only until a buffer is free;
+//   SPLIT       (with STORER, 1 to WS_STAGES - 1) a consumer hands over the left half of its 64 x 256 results at a
+//               tile's end and the right half under the next tile's first SPLIT K-tiles, which it runs on the left
+//               half first: half of the epilogue overlaps wgmma (the main loop as two m64n128k16 per 16-deep step).
+// Producer, consumers and storers walk the same portions (StreamK: whole tiles, and with STREAMK parts of tiles), so
+// the ring's stages and phases agree.
 #define WS_BM 128
 #define WS_BN 256
 #define WS_BK 64
@@ -556,7 +624,44 @@ __device__ __forceinline__ int2 ws_tile(int t, int tiles_m, int tiles_n)
     return make_int2(first + in_group % rows, in_group / rows);
 }
 
-template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1, bool STREAMK = false>
+// [storer_warp]
+// ws_gemm's STORER: warp 1 (2) of the producer warpgroup, idle otherwise, stores consumer 0's (1's) boxes, eight per
+// tile in the order store_d_handed hands them over. Before each box it waits until the engine has read the box before
+// last out of the buffer this one will use and says so at named barrier 3 + consumer; then it waits at barrier
+// 5 + consumer until the consumer has written the box, and one lane asks for the store. It walks the block's tiles as
+// the consumers do, for the place of each box in C.
+template <bool PERSISTENT, int CLUSTER>
+__device__ __forceinline__ void storer_warp(const CUtensorMap* c_map, unsigned char* all_buffers, int consumer,
+                                            StreamK walk, int tiles_m, int tiles_n, unsigned rank)
+{
+    const bool lead = threadIdx.x % 32 == 0;
+    unsigned char* const buffers = all_buffers + consumer * 2 * C_BOX_BYTES;
+    int t, kb, ke;
+    while (walk.next(t, kb, ke)) {
+        const int2 tile = ws_tile<PERSISTENT>(t, tiles_m, tiles_n);
+        const int row0 = (tile.x * CLUSTER + rank) * WS_BM + 64 * consumer, col0 = tile.y * WS_BN;
+        for (int j = 0; j < WS_BN / 32; ++j) {
+            unsigned char* buf = buffers + (j % 2) * C_BOX_BYTES;
+            if (lead)
+                asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+            __syncwarp();
+            asm volatile("bar.arrive %0, 160;" ::"r"(3 + consumer) : "memory");
+            asm volatile("bar.sync %0, 160;" ::"r"(5 + consumer) : "memory");
+            if (lead) {
+                asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                             ::"l"(reinterpret_cast<uint64_t>(c_map)), "r"(col0 + 32 * j), "r"(row0), "r"(tma_smem(buf))
+                             : "memory");
+                asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            }
+        }
+    }
+    if (lead)                                                        // every box has left before the block does
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+// [/storer_warp]
+
+template <bool OVERLAP, bool PERSISTENT, int STORE, bool F16, int CLUSTER = 1, bool STREAMK = false, bool STORER = false,
+          int SPLIT = 0>
 __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensorMap* bt_map, float* __restrict__ C,
                                         int M, int N, int K, const CUtensorMap* c_map = nullptr,
                                         unsigned* flags = nullptr, unsigned epoch = 0)
@@ -569,6 +674,8 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
     __shared__ __align__(8) uint64_t full[WS_STAGES], empty[WS_STAGES];
     static_assert(CLUSTER == 1 || (CLUSTER == 2 && PERSISTENT), "clusters of two, in the persistent kernel only");
     static_assert(!STREAMK || (PERSISTENT && STORE == 0), "stream-K: persistent, with the copy-engine epilogue");
+    static_assert(!STORER || (STORE == 0 && !STREAMK), "storer warps: the copy-engine epilogue, whole tiles");
+    static_assert(SPLIT == 0 || (STORER && SPLIT < WS_STAGES), "the split epilogue: halves handed to the storer warps");
     const int group = threadIdx.x / 128, k_tiles = (K + WS_BK - 1) / WS_BK;
     // With clusters the two blocks of a cluster take rows of tiles 2i and 2i + 1 of the same column: the work is
     // counted in such pairs (a pair past the last row computes zeros that it never stores).
@@ -615,26 +722,72 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
                     }
                 }
             }
+        } else if (STORER && (threadIdx.x / 32 == 1 || threadIdx.x / 32 == 2)) {
+            storer_warp<PERSISTENT, CLUSTER>(c_map, b_tiles + WS_STAGES * B_STAGE, threadIdx.x / 32 - 1, walk,
+                                             tiles_m, tiles_n, rank);
         }
     } else {                                                         // a consumer warpgroup: 64 rows of the tile
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         const int c = group - 1;
         float d[128];
+        float (&lo)[64] = reinterpret_cast<float (&)[64]>(d[0]);     // SPLIT: columns 0-127 of the tile
+        float (&hi)[64] = reinterpret_cast<float (&)[64]>(d[64]);    // and 128-255 (the m64n256 layout's halves)
+        bool owed = false;                                           // SPLIT: the tile before's right half, in hi
+        unsigned char* const buffers = b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES;   // behind the ring
         int it = 0;
         while (walk.next(t, kb, ke)) {
             const int2 tile = ws_tile<PERSISTENT>(t, tiles_m, tiles_n);
             const int m0 = (tile.x * CLUSTER + rank) * WS_BM, n0 = tile.y * WS_BN;
+            if (SPLIT && owed && ke - kb < SPLIT) {                  // too few K-tiles to hide the owed half under
+                store_d_handed(hi, buffers, c);
+                owed = false;
+            }
+            if (!(SPLIT && owed)) {
 #pragma unroll
-            for (int i = 0; i < 128; ++i)
-                d[i] = 0.0f;
-            for (int kt = kb; kt < ke; ++kt, ++it) {
+                for (int i = 0; i < 128; ++i)
+                    d[i] = 0.0f;
+            }
+            int kt = kb;
+            if (SPLIT && owed) {
+                // The first SPLIT K-tiles on the left half, the owed right half stored under those wgmma, then the
+                // same K-tiles on the right half.
+#pragma unroll
+                for (int q = 0; q < SPLIT; ++q) {
+                    const int s = (it + q) % WS_STAGES;
+                    barrier_wait(&full[s], ((it + q) / WS_STAGES) & 1);
+                    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+                    wgmma_half_k_tile<F16>(lo, q == 0, descriptor_128b(a_tiles + s * A_STAGE + c * 64 * 128),
+                                           descriptor_128b(b_tiles + s * B_STAGE));
+                }
+                store_d_handed(hi, buffers, c);
+#pragma unroll
+                for (int q = 0; q < SPLIT; ++q, ++it, ++kt) {
+                    const int s = it % WS_STAGES;
+                    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+                    wgmma_half_k_tile<F16>(hi, q == 0, descriptor_128b(a_tiles + s * A_STAGE + c * 64 * 128),
+                                           descriptor_128b(b_tiles + s * B_STAGE + 128 * 128));
+                    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                    if (q > 0 && threadIdx.x % 32 == 0)              // both halves of the K-tile before are done
+                        release<CLUSTER>(&empty[(it - 1) % WS_STAGES], rank);
+                }
+                owed = false;
+            }
+            for (; kt < ke; ++kt, ++it) {
                 const int s = it % WS_STAGES;
                 barrier_wait(&full[s], (it / WS_STAGES) & 1);
                 asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+                // SPLIT: the halves as two m64n128k16 (an m64n256 on d next to m64n128s on its halves makes ptxas
+                // copy the accumulators and serialise every wgmma, its message C7511)
 #pragma unroll
                 for (int kk = 0; kk < WS_BK / 16; ++kk)
-                    wgmma_64x256x16<F16>(d, descriptor_128b(a_tiles + s * A_STAGE + c * 64 * 128) + 2 * kk,
-                                    descriptor_128b(b_tiles + s * B_STAGE) + 2 * kk);
+                    if (SPLIT) {
+                        wgmma_64x128x16<F16>(lo, descriptor_128b(a_tiles + s * A_STAGE + c * 64 * 128) + 2 * kk,
+                                             descriptor_128b(b_tiles + s * B_STAGE) + 2 * kk);
+                        wgmma_64x128x16<F16>(hi, descriptor_128b(a_tiles + s * A_STAGE + c * 64 * 128) + 2 * kk,
+                                             descriptor_128b(b_tiles + s * B_STAGE + 128 * 128) + 2 * kk);
+                    } else
+                        wgmma_64x256x16<F16>(d, descriptor_128b(a_tiles + s * A_STAGE + c * 64 * 128) + 2 * kk,
+                                        descriptor_128b(b_tiles + s * B_STAGE) + 2 * kk);
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
                 if (OVERLAP) {                                       // the tile before is done: hand its stage back
                     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
@@ -656,11 +809,15 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
 #pragma unroll
             for (int i = 0; i < 128; ++i)
                 asm volatile("" : "+f"(d[i])::"memory");
-            unsigned char* buffers = b_tiles + WS_STAGES * B_STAGE + c * 2 * C_BOX_BYTES;
             if (STREAMK && ke < k_tiles) {                           // a part with another after it: add, in order
                 await_part(flags + (walk.holder(t, ke) * CLUSTER + rank) * WS_CONSUMERS + c, epoch);
                 store_d_tma<128, true>(d, c_map, buffers, c, m0 + 64 * c, n0);
-            } else if (STORE == 0)
+            } else if (SPLIT) {                                      // the left half now, the right one owed
+                store_d_handed(lo, buffers, c);
+                owed = true;
+            } else if (STORER)
+                store_d_handed(d, buffers, c);
+            else if (STORE == 0)
                 store_d_tma(d, c_map, buffers, c, m0 + 64 * c, n0);
             else if (STORE == 4)
                 store_d_quads(d, C, M, N, m0 + 64 * c, n0);
@@ -671,7 +828,9 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* a_map, const CUtensor
             if (STREAMK && kb > 0)                                   // a part that the one before it waits for
                 raise_when_stored(flags + blockIdx.x * WS_CONSUMERS + c, epoch);
         }
-        if (STORE == 0 && threadIdx.x % 128 == 0)                    // every box has left before the block does
+        if (SPLIT && owed)                                           // the last tile's right half
+            store_d_handed(hi, buffers, c);
+        if (STORE == 0 && !STORER && threadIdx.x % 128 == 0)         // every box has left before the block does
             asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
     if (CLUSTER > 1)
@@ -722,6 +881,20 @@ wgmma_gemm_tmastore_bf16(GEMM_TMA_STORE_PARAMS) { ws_gemm<true, true, 0, false, 
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
 wgmma_gemm_tmastore_f16(GEMM_TMA_STORE_PARAMS) { ws_gemm<true, true, 0, true, 2>(&a_map, &bt_map, C, M, N, K, &c_map); }
 // [/gemm_tma_store]
+
+// [gemm_storer]
+// The last two steps: the stores issued by two idle warps of the producer warpgroup (STORER), then half of each
+// tile's epilogue stored under the next tile's first two K-tiles (SPLIT = 2). Parameters, grid and shared memory as
+// wgmma_gemm_tmastore_*'s.
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
+wgmma_gemm_storer_bf16(GEMM_TMA_STORE_PARAMS) { ws_gemm<true, true, 0, false, 2, false, true>(&a_map, &bt_map, C, M, N, K, &c_map); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
+wgmma_gemm_storer_f16(GEMM_TMA_STORE_PARAMS) { ws_gemm<true, true, 0, true, 2, false, true>(&a_map, &bt_map, C, M, N, K, &c_map); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
+wgmma_gemm_split_bf16(GEMM_TMA_STORE_PARAMS) { ws_gemm<true, true, 0, false, 2, false, true, 2>(&a_map, &bt_map, C, M, N, K, &c_map); }
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) __cluster_dims__(2, 1, 1)
+wgmma_gemm_split_f16(GEMM_TMA_STORE_PARAMS) { ws_gemm<true, true, 0, true, 2, false, true, 2>(&a_map, &bt_map, C, M, N, K, &c_map); }
+// [/gemm_storer]
 
 // [gemm_streamk_entry]
 // Beside the ladder: the last step with its last round shared out (STREAMK). Two more parameters: the flags and the

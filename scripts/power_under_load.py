@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SIZES = (4096, 8192)
-STEPS = ("hopper_tmastore", "hopper_streamk", "hopper_pingpong", "tc_wide")
+STEPS = ("hopper_split", "hopper_tmastore", "hopper_streamk", "hopper_pingpong", "tc_wide")
 """The kernels measured by default, each with the input format's suffix (chapter 9's are skipped off Hopper)."""
 SUFFIXES = {"FP16": "f16", "BF16": "bf16"}
 STEADY_AFTER_S = 1.5

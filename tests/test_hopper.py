@@ -1,6 +1,7 @@
 """Chapter 9's groundwork without a GPU (gemmlab.hopper): the copy engine's swizzles, tensor-map rules and
 wgmma descriptors."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -192,10 +193,33 @@ def test_the_stream_k_and_ping_pong_kernels_stand_beside_the_ladder():
     assert k.entry_point == "wgmma_gemm_streamk_f16" and k.config.streamk and k.config.cluster == 2
 
 
-def test_every_entry_point_the_python_names_is_in_the_file():
+def test_the_storer_steps_are_the_last_step_with_its_stores_handed_over():
+    """hopper_storer and hopper_split take hopper_tmastore's maps, grid and shared memory; their entry points turn on
+    ws_gemm's STORER (and SPLIT = 2), and both sides of the hand-over count the consumer warpgroup and one storer
+    warp (160 threads) at the same two named barriers, which no other barrier of the file uses."""
     import re
 
     from gemmlab import registry, tma
+    text = (Path(__file__).parents[1] / "kernels" / tma.SOURCE).read_text()
+    for config in (tma.GEMM_STORER, tma.GEMM_SPLIT):
+        assert replace(config, function=tma.GEMM_TMA_STORE.function) == tma.GEMM_TMA_STORE
+    assert [n for n, _, _ in registry.HOPPER_STEPS][-3:] == ["hopper_tmastore", "hopper_storer", "hopper_split"]
+    calls = dict(re.findall(r"\b(wgmma_gemm_(?:storer|split)_b?f16)\(GEMM_TMA_STORE_PARAMS\) \{ ws_gemm<([^>]*)>", text))
+    assert calls == {"wgmma_gemm_storer_bf16": "true, true, 0, false, 2, false, true",
+                     "wgmma_gemm_storer_f16": "true, true, 0, true, 2, false, true",
+                     "wgmma_gemm_split_bf16": "true, true, 0, false, 2, false, true, 2",
+                     "wgmma_gemm_split_f16": "true, true, 0, true, 2, false, true, 2"}
+    handed = re.findall(r'"bar\.(sync|arrive) %0, (\d+);" ::"r"\((\d) \+ (consumer)\)', text)
+    assert sorted(handed) == [("arrive", "160", "3", "consumer"), ("arrive", "160", "5", "consumer"),
+                              ("sync", "160", "3", "consumer"), ("sync", "160", "5", "consumer")]
+    assert re.findall(r'"bar\.sync %0, (\d+);" ::"r"\(id\)', text) == ["128"]      # warpgroup_barrier: ids 1, 2
+    assert "warpgroup_barrier(1 + consumer)" in text and 160 == 128 + 32
+
+
+def test_every_entry_point_the_python_names_is_in_the_file():
+    import re
+
+    from gemmlab import tma
     text = (Path(__file__).parents[1] / "kernels" / tma.SOURCE).read_text()
     defined = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\((?:GEMM_PARAMS|GEMM_TMA_STORE_PARAMS|GEMM_STREAMK_PARAMS)\)", text))
     takes_c_map = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\((?:GEMM_TMA_STORE_PARAMS|GEMM_STREAMK_PARAMS)\)", text))

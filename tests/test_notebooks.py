@@ -58,6 +58,33 @@ def test_every_figure_has_alt_text(chapter):
                 f"a figure without alt text that says what it shows: {cell.source[:80]!r}"
 
 
+DECIMAL = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)\.\d+(?![\d])")
+
+
+def alt_numbers_not_in_outputs(nb) -> list[str]:
+    """The decimals of figures' alt texts that no output of the notebook prints: an alt text written for an
+    earlier run (the figure is redrawn at every execution, its alt text is not)."""
+    printed = set(DECIMAL.findall("\n".join(output_text(c) for c in nb.cells if c.cell_type == "code")))
+    return [f"{cell.get('id')}: {number}" for cell in nb.cells if cell.cell_type == "code"
+            for number in DECIMAL.findall(cell.metadata.get("mystnb", {}).get("image", {}).get("alt", ""))
+            if number not in printed]
+
+
+def test_alt_text_quotes_this_run(chapter):
+    """A number in a figure's alt text is one the same execution printed (a table beside the figure)."""
+    path, nb = chapter
+    assert not alt_numbers_not_in_outputs(nb), f"{path.name}: alt text from another run: {alt_numbers_not_in_outputs(nb)}"
+
+
+def test_alt_text_check_can_fail():
+    nb = nbformat.v4.new_notebook()
+    table = nbformat.v4.new_code_cell("print(t)", outputs=[nbformat.v4.new_output("stream", text="tc_tma  538.5  70.9%\n")])
+    figure = nbformat.v4.new_code_cell("fig = bars(t)")
+    figure.metadata["mystnb"] = {"image": {"alt": "Bars: tc_tma 538.5 TFLOP/s, 70.9% of cuBLAS at 759.5"}}
+    nb.cells = [table, figure]
+    assert alt_numbers_not_in_outputs(nb) == [f"{figure.id}: 759.5"]
+
+
 def test_each_number_names_one_chapter():
     numbers = [int(p.name[:2]) for p in CHAPTERS if p.name not in UNNUMBERED]
     assert len(numbers) == len(set(numbers)), f"two chapters share a number: {sorted(numbers)}"

@@ -178,6 +178,20 @@ print("all right")
     assert outcome.status == "ok", str(outcome)
 
 
+# For the child processes below: a persistent clustered kernel on a forced grid of `clusters` clusters of two.
+FEW_CLUSTERS = """
+from dataclasses import dataclass, fields
+import numpy as np
+from gemmlab import tensor_gemm, tma, verify
+
+@dataclass(frozen=True)
+class FewClusters(tma.HopperGemmKernel):
+    clusters: int = 1
+    def grid(self, M, N):
+        return (2 * self.clusters, 1, 1)
+"""
+
+
 def test_the_stream_k_parts_meet_in_c_on_any_grid_in_one_order(hopper_gpu):
     """The persistent grid shares the last round out at some of the sizes above; here the stream-K kernel runs on
     forced grids of 1, 2, 3, 5 and 7 clusters (two, three or more parts to a tile, a unit's whole range inside one
@@ -185,16 +199,7 @@ def test_the_stream_k_parts_meet_in_c_on_any_grid_in_one_order(hopper_gpu):
     earlier launch never counts). In a child process under the watchdog: a wrong wait would hang."""
     from gemmlab import watchdog
 
-    code = """
-from dataclasses import dataclass, fields
-import numpy as np
-from gemmlab import streamk, tensor_gemm, tma, verify
-
-@dataclass(frozen=True)
-class FewClusters(tma.HopperGemmKernel):
-    clusters: int = 1
-    def grid(self, M, N):
-        return (2 * self.clusters, 1, 1)
+    code = FEW_CLUSTERS + """from gemmlab import streamk
 
 cut = 0
 for p in tma.PRECISIONS:
@@ -213,6 +218,33 @@ for p in tma.PRECISIONS:
             walk = streamk.StreamK(streamk.tiles_of(M, N), -(-K // 64), clusters, 0)
             cut += walk.shared > 0
 assert cut >= 10, cut
+print("all right")
+"""
+    outcome = watchdog.run_isolated(code, timeout_s=180)
+    assert outcome.status == "ok", str(outcome)
+
+
+def test_the_handed_over_boxes_land_on_any_grid(hopper_gpu):
+    """The storer warps store a consumer's boxes in the order it hands them over, and the split kernel owes each
+    tile's right half until the next tile's first two K-tiles (or stores it first where a tile has fewer). Here both
+    run on forced grids of 1, 2 and 3 clusters, so that a block takes up to 12 tiles, with 1, 2, 3 and 12 K-tiles a
+    tile, and twice into the same C. In a child process under the watchdog: a barrier counted wrong would hang."""
+    from gemmlab import watchdog
+
+    code = FEW_CLUSTERS + """
+for p in tma.PRECISIONS:
+    for config in (tma.GEMM_STORER, tma.GEMM_SPLIT):
+        base = tma.hopper_kernel(config, precision=p)
+        for M, N, K in ((640, 1000, 64), (640, 1000, 128), (300, 520, 130), (700, 900, 770), (33, 17, 9)):
+            A, B = verify.random_operands(M, N, K, seed=M + K)
+            ref = tensor_gemm.reference(A, B, p)
+            for clusters in (1, 2, 3):
+                k = FewClusters(**{f.name: getattr(base, f.name) for f in fields(base)}, clusters=clusters)
+                problem = k.on_device(A, B)
+                problem.launch()
+                first = problem.result()
+                problem.launch()
+                assert ref.check(first).ok and np.array_equal(first, problem.result()), (config.function, p, M, N, K, clusters)
 print("all right")
 """
     outcome = watchdog.run_isolated(code, timeout_s=180)
