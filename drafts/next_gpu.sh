@@ -89,9 +89,14 @@
 #   X  chapter 8's four experiments of 2026-12-02 again (copy path, warp tiles, copy order, tail and tile groups;
 #      results/copy-path-h200.txt, warp-tiles-h200.txt, copy-order-h200.txt, tail-group-tc-inner-h200.txt, measured
 #      on tc_inner before the carried source pointers; about 300 s)
+#   VG issue #18's last checks: nbval over chapters 8 and 9 and tests/gpu (with the sanitizer) side by side, each with
+#      a TMPDIR of its own for PyCUDA's compile cache; none of the outputs nbval compares depends on timing, so the
+#      three may share the GPU (alone: about 200, 215 and 330 s; together, give them the command's 560)
+#   BH issue #18's bench JSON, alone on the GPU: chapter 9's last three steps, stream-K and ping-pong interleaved
+#      with cuBLAS at the goal's sizes, BF16 then FP16 (bench-hopper-chapter9-*.json for results/; about 150-250 s)
 set -uo pipefail
-out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|I|J|K|L|M|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
-part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|D|E|F|G|H|I|J|K|L|M|O|P|Q|R|S|T|U|V|W|X|Y|Z [CHAPTER]}
+out=${1:?usage: next_gpu.sh OUTPUT_DIR A|B|C|...|Z|VG|BH (the list above) [CHAPTER]}
+part=${2:?usage: next_gpu.sh OUTPUT_DIR A|B|C|...|Z|VG|BH (the list above) [CHAPTER]}
 chapter=${3:-09}   # B and C: the chapter, by its number
 mkdir -p "$out/logs"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -204,6 +209,19 @@ case $part in
      run warp-tile 200 python3 drafts/08_warp_tile_experiment.py
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py ;;
+  VG) for c in 08 09; do mkdir -p "/tmp/nbval-$c"
+         TMPDIR="/tmp/nbval-$c" run nbval-$c 560 python3 -m pytest -p no:cacheprovider -q -ra --nbval chapters/$c*.ipynb \
+             --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=500 &
+     done
+     mkdir -p /tmp/tests-gpu
+     TMPDIR=/tmp/tests-gpu run tests-gpu 560 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu &
+     wait ;;
+  BH) for p in BF16:bf16 FP16:f16; do
+         k=${p#*:}
+         run bench-hopper-${p%:*} 280 python3 -m gemmlab bench --precision ${p%:*} --kernels hopper_tmastore_$k \
+             hopper_storer_$k hopper_split_$k hopper_streamk_$k hopper_pingpong_$k --sizes 4096 8192 2048 6144x4096x2048 \
+             --interleaved --json "$out/bench-hopper-chapter9-$k.json"
+     done ;;
   *) echo "unknown part $part (see the list at the top)" >&2; exit 2 ;;
 esac
 tail -n 3 "$out"/logs/*.log; cat "$out/logs/summary"
