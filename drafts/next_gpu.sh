@@ -116,12 +116,15 @@ run() {  # run NAME SECONDS CMD...: a step under a time limit, its log and time 
     timeout "$limit" "$@" > "$out/logs/$name.log" 2>&1
     echo "$name: rc $? in $((SECONDS - t0)) s" | tee -a "$out/logs/summary"
 }
+nbval() {  # nbval CHAPTER SECONDS CELL_SECONDS: pytest --nbval over one chapter, as a step of its own
+    run nbval-$1 "$2" python3 -m pytest -p no:cacheprovider -q -ra --nbval chapters/$1*.ipynb --nbval-current-env \
+        --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout="$3"
+}
 case $part in
   A) run bench 560 python3 -m gemmlab bench --precision all --json "$out/bench.json" ;;
   B) run execute-$chapter 560 bash scripts/execute.sh chapters/$chapter*.ipynb
      tar czf "$out/nb-$chapter.tgz" chapters/$chapter*.ipynb ;;
-  C) run nbval-$chapter 400 python3 -m pytest -p no:cacheprovider -q -ra --nbval chapters/$chapter*.ipynb \
-         --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=330 ;;
+  C) nbval $chapter 400 330 ;;
   T) run tests-tensor 300 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu/test_tensor_kernels.py tests/gpu/test_tc_tma.py \
          tests/gpu/test_sanitizer.py tests/gpu/test_jit_target.py tests/gpu/test_size_aware.py ;;
   D) run ncu-query 60 bash -c 'ncu --query-metrics --chip gh100 | grep -E "^lts__t_(sectors|requests)_(srcunit|op)"'
@@ -210,8 +213,7 @@ case $part in
      run copy-order 100 python3 drafts/08_copy_order_experiment.py
      run tail-group 150 python3 drafts/08_tail_group_experiment.py ;;
   VG) for c in 08 09; do mkdir -p "/tmp/nbval-$c"
-         TMPDIR="/tmp/nbval-$c" run nbval-$c 560 python3 -m pytest -p no:cacheprovider -q -ra --nbval chapters/$c*.ipynb \
-             --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=500 &
+         TMPDIR="/tmp/nbval-$c" nbval $c 560 500 &
      done
      mkdir -p /tmp/tests-gpu
      TMPDIR=/tmp/tests-gpu run tests-gpu 560 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu &

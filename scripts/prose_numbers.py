@@ -27,6 +27,12 @@ NUMBER = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\.\d|,\d
 ``x`` of a factor (``1.10x``, which prose writes ``1.10×``); not part of a word or of a dotted name."""
 
 
+def decimals(text: str) -> list[str]:
+    """The numbers of ``text`` with a decimal point, in order: integers are left out, because too many of them
+    (sizes, counts) are not measurements."""
+    return [n for n in NUMBER.findall(text) if "." in n]
+
+
 @dataclass(frozen=True)
 class Quote:
     """A decimal of markdown cell ``cell`` found at ``place`` (output cell id, line, index among the line's numbers)
@@ -61,15 +67,13 @@ def output_numbers(nb: dict) -> dict[str, list[tuple[str, list[str]]]]:
 
 def quotes(before: dict, after: dict) -> list[Quote]:
     """Every place in ``before``'s outputs that holds a decimal quoted by ``after``'s markdown, with its value in
-    ``after``'s outputs. Integers are left out: too many of them (sizes, counts) are not measurements."""
+    ``after``'s outputs (:func:`decimals`)."""
     old, new = output_numbers(before), output_numbers(after)
     listed = []
     for cell in after["cells"]:
         if cell["cell_type"] != "markdown":
             continue
-        for value in dict.fromkeys(NUMBER.findall("".join(cell["source"]))):
-            if "." not in value:
-                continue
+        for value in dict.fromkeys(decimals("".join(cell["source"]))):
             for cid, lines in old.items():
                 for i, (line, numbers) in enumerate(lines):
                     for j, number in enumerate(numbers):

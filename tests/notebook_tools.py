@@ -1,6 +1,9 @@
-"""Shared helpers of the notebook tests: reading chapters, _config.yml and cell sources."""
+"""Shared helpers of the notebook tests: reading chapters, _config.yml and cell sources, and loading the scripts in
+scripts/ that tests exercise."""
 
+import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -16,6 +19,15 @@ UNNUMBERED = {"00_first_kernel.ipynb"}
 # tests/test_notebooks.py runs the others on any machine.
 GPU_MODULES = ("gemmlab.kernels(", "registry.", "probes.", "bench.", "ceilings.", "tuning.", "exercises.", "nsight.", "driver.",
                "pycuda")
+
+
+def load_script(name: str):
+    """scripts/NAME.py as a module (registered in sys.modules, where dataclasses look their module up)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def config() -> dict:

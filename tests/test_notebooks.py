@@ -8,8 +8,8 @@ import pytest
 
 import gemmlab
 from gemmlab import compile_units, provenance
-from notebook_tools import (CHAPTERS, GPU_MODULES, ROOT, UNNUMBERED, assigned_string, config, output_text, read,
-                            setup_cell, tags)
+from notebook_tools import (CHAPTERS, GPU_MODULES, ROOT, UNNUMBERED, assigned_string, config, load_script, output_text,
+                            read, setup_cell, tags)
 
 pytestmark = pytest.mark.skipif(not CHAPTERS, reason="no chapter notebooks yet")
 IDS = [p.name for p in CHAPTERS]
@@ -58,15 +58,13 @@ def test_every_figure_has_alt_text(chapter):
                 f"a figure without alt text that says what it shows: {cell.source[:80]!r}"
 
 
-DECIMAL = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)\.\d+(?![\d])")
-
-
 def alt_numbers_not_in_outputs(nb) -> list[str]:
     """The decimals of figures' alt texts that no output of the notebook prints: an alt text written for an
     earlier run (the figure is redrawn at every execution, its alt text is not)."""
-    printed = set(DECIMAL.findall("\n".join(output_text(c) for c in nb.cells if c.cell_type == "code")))
+    decimals = load_script("prose_numbers").decimals
+    printed = set(decimals("\n".join(output_text(c) for c in nb.cells if c.cell_type == "code")))
     return [f"{cell.get('id')}: {number}" for cell in nb.cells if cell.cell_type == "code"
-            for number in DECIMAL.findall(cell.metadata.get("mystnb", {}).get("image", {}).get("alt", ""))
+            for number in decimals(cell.metadata.get("mystnb", {}).get("image", {}).get("alt", ""))
             if number not in printed]
 
 

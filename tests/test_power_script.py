@@ -1,7 +1,6 @@
 """scripts/power_under_load.py on the CPU: how it reads nvidia-smi's samples and a run's batches, the columns of its
 stored H200 result, and its refusals. The measurement itself needs a GPU (results/power-h200.txt is one run)."""
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -9,16 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from notebook_tools import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "power_under_load.py"
 
 
 @pytest.fixture(scope="module")
 def power():
-    spec = importlib.util.spec_from_file_location("power_under_load", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("power_under_load")
 
 
 def test_a_sample_line_is_read_or_refused(power):

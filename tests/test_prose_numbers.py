@@ -1,22 +1,15 @@
 """scripts/prose_numbers.py: after a re-execution, which numbers the prose quotes from the outputs have changed."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "prose_numbers.py"
+from notebook_tools import load_script
 
 
 @pytest.fixture(scope="module")
 def prose():
-    spec = importlib.util.spec_from_file_location("prose_numbers", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["prose_numbers"] = module          # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("prose_numbers")
 
 
 def notebook(table: str, prose_text: str) -> dict:
