@@ -213,7 +213,7 @@ def test_the_storer_steps_are_the_last_step_with_its_stores_handed_over():
     assert sorted(handed) == [("arrive", "160", "3", "consumer"), ("arrive", "160", "5", "consumer"),
                               ("sync", "160", "3", "consumer"), ("sync", "160", "5", "consumer")]
     assert re.findall(r'"bar\.sync %0, (\d+);" ::"r"\(id\)', text) == ["128"]      # warpgroup_barrier: ids 1, 2
-    assert "warpgroup_barrier(1 + consumer)" in text and 160 == 128 + 32
+    assert "warpgroup_barrier(1 + consumer)" in text      # ids 1-2; the hand-over's 3-6; 0 is __syncthreads
 
 
 def test_every_entry_point_the_python_names_is_in_the_file():
