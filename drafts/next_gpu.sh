@@ -219,8 +219,8 @@ case $part in
      TMPDIR=/tmp/tests-gpu run tests-gpu 560 python3 -m pytest -p no:cacheprovider -q -ra tests/gpu &
      wait ;;
   BH) for p in BF16:bf16 FP16:f16; do
-         k=${p#*:}
-         run bench-hopper-${p%:*} 280 python3 -m gemmlab bench --precision ${p%:*} --kernels hopper_tmastore_$k \
+         precision=${p%:*} k=${p#*:}
+         run bench-hopper-$precision 280 python3 -m gemmlab bench --precision $precision --kernels hopper_tmastore_$k \
              hopper_storer_$k hopper_split_$k hopper_streamk_$k hopper_pingpong_$k --sizes 4096 8192 2048 6144x4096x2048 \
              --interleaved --json "$out/bench-hopper-chapter9-$k.json"
      done ;;

@@ -68,22 +68,23 @@ def output_numbers(nb: dict) -> dict[str, list[tuple[str, list[str]]]]:
 def quotes(before: dict, after: dict) -> list[Quote]:
     """Every place in ``before``'s outputs that holds a decimal quoted by ``after``'s markdown, with its value in
     ``after``'s outputs (:func:`decimals`)."""
-    old, new = output_numbers(before), output_numbers(after)
-    listed = []
-    for cell in after["cells"]:
-        if cell["cell_type"] != "markdown":
-            continue
-        for value in dict.fromkeys(decimals("".join(cell["source"]))):
-            for cid, lines in old.items():
-                for i, (line, numbers) in enumerate(lines):
-                    for j, number in enumerate(numbers):
-                        if number == value:
-                            try:
-                                now = new[cid][i][1][j]
-                            except (KeyError, IndexError):
-                                now = None
-                            listed.append(Quote(cell["id"], value, (cid, i, j), line.strip(), now))
-    return listed
+    new = output_numbers(after)
+    places = {}                                     # a number of the old outputs -> where it stood, in order
+    for cid, lines in output_numbers(before).items():
+        for i, (line, numbers) in enumerate(lines):
+            for j, number in enumerate(numbers):
+                places.setdefault(number, []).append(((cid, i, j), line.strip()))
+
+    def now(cid, i, j):
+        try:
+            return new[cid][i][1][j]
+        except (KeyError, IndexError):
+            return None
+
+    return [Quote(cell["id"], value, place, line, now(*place))
+            for cell in after["cells"] if cell["cell_type"] == "markdown"
+            for value in dict.fromkeys(decimals("".join(cell["source"])))
+            for place, line in places.get(value, [])]
 
 
 def read_notebook(path: Path, revision: str | None = None) -> dict:

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from gemmlab import source
 from test_pingpong_protocol import schedule
 
 KERNEL = Path(__file__).parents[1] / "kernels" / "09_hopper.cu"
 
 
 def kernel_text(region: str) -> str:
-    text = KERNEL.read_text()
-    return text[text.index(f"// [{region}]"):text.index(f"// [/{region}]")]
+    return source.extract(KERNEL.read_text(), region)
 
 
 def handover():
