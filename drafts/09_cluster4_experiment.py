@@ -88,7 +88,7 @@ class Cluster4Kernel(tma.HopperGemmKernel):
         return (4 * max(1, min(tma._active_clusters(self), work)), 1, 1)
 
     def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
-        c = self.config
+        c = self.hopper_config
         key = (c, self.precision, int(a_ptr), int(b_ptr), int(c_ptr), M, N, K)
         if key not in tma._MAPS:
             stride = tensor_gemm.padded_length(K, self.precision) * 2
@@ -107,7 +107,7 @@ def kernels(tmp: Path, precision: str) -> dict:
     path.write_text(source())
     unit = compile_units.CompileUnit(path, arch_specific="sm_90a")
     last = tma.hopper_kernel(tma.GEMM_TMA_STORE, precision=precision)
-    c4 = recast(last, Cluster4Kernel, name=f"c4_{precision}", function=CONFIG.function, config=CONFIG, source=unit)
+    c4 = recast(last, Cluster4Kernel, name=f"c4_{precision}", function=CONFIG.function, hopper_config=CONFIG, source=unit)
     return {"last": last, "c4": c4}
 
 

@@ -16,8 +16,9 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
    :mod:`~gemmlab.provenance`, :mod:`~gemmlab.source`, :mod:`~gemmlab.tables`, :mod:`~gemmlab.figures`,
    :mod:`~gemmlab.workbench`, :mod:`~gemmlab.explorer_html` (the explorer pages' HTML),
    :mod:`~gemmlab.bank_explorer` (the Bank Conflict Explorer page),
-   :mod:`~gemmlab.barriers` (the static barrier check) and
-   :mod:`~gemmlab.watchdog` (child processes under a timeout).
+   :mod:`~gemmlab.barriers` (the static barrier check),
+   :mod:`~gemmlab.watchdog` (child processes under a timeout) and
+   :mod:`~gemmlab.colab` (installing PyCUDA in the chapters' Colab setup cell).
 2. **Finding PyCUDA, the driver and a GPU**: :mod:`~gemmlab.gpu`.
 3. **Compiling and timing**: :mod:`~gemmlab.compiler`, :mod:`~gemmlab.timing`.
 4. **The device and its software**: :mod:`~gemmlab.device` (limits and ceilings),
@@ -41,13 +42,13 @@ from .gpu import GPUUnavailable
 from .registry import kernels, lookup
 
 __all__ = ["GPUUnavailable", "LAYERS", "kernels", "lookup"]
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "tc_configs", "shapes", "mma", "hopper", "streamk", "tail",
                 "compile_units",
                 "provenance", "source", "tables", "figures", "workbench", "explorer_html", "bank_explorer", "barriers",
-                "watchdog")),
+                "watchdog", "colab")),
     ("finding PyCUDA, the driver and a GPU", ("gpu",)),
     ("compiling and timing", ("compiler", "timing")),
     ("the device and its software", ("device", "environment", "budget", "occupancy_explorer")),

@@ -18,7 +18,8 @@ def _size(text: str) -> tuple[int, int, int]:
         parts *= 3
     if len(parts) != 3 or min(parts) < 1:
         raise argparse.ArgumentTypeError(f"size {text!r} must be N or MxNxK with positive integers")
-    return tuple(parts)
+    M, N, K = parts
+    return M, N, K
 
 
 def _positive(text: str) -> int:
@@ -31,7 +32,7 @@ def _positive(text: str) -> int:
     return value
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gemmlab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bench", help="every course kernel and cuBLAS at several sizes, in one input format or all")
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
             b.error(str(e))
 
     from . import registry
-    chosen = ("FP32",)
+    chosen: tuple[str, ...] = ("FP32",)
     if args.command == "bench":
         chosen = PRECISION_CHOICES if args.precision == "all" else (args.precision,)
     if args.command == "run":

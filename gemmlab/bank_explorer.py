@@ -14,6 +14,7 @@ Self-contained HTML: no network request.
 from __future__ import annotations
 
 import json
+from typing import Any, Iterable, Iterator, Sequence
 
 from . import banks, explorer_html
 
@@ -35,12 +36,12 @@ DEFAULTS = {"mode": "stride", "stride": 2, "width": 4, "columns": 32, "pad": 1, 
 """Where the page starts, for every input (:func:`show` changes some)."""
 
 
-def key(case: dict) -> str:
+def key(case: dict[str, Any]) -> str:
     """The page's name for a case, from its mode's inputs: ``stride:32/4``, ``kernel:32/padded/1``."""
     return case["mode"] + ":" + "/".join(str(case[f]) for f in KEY_FIELDS[case["mode"]])
 
 
-def cases():
+def cases() -> Iterator[dict[str, Any]]:
     """Every case the page can select, one dict of inputs each (the row pattern ignores the column)."""
     for stride in range(MAX_STRIDE + 1):
         for width in WIDTHS:
@@ -62,7 +63,7 @@ def cases():
                 yield {"mode": "kernel", "tile": tile, "layout": layout, "instruction": i}
 
 
-def addresses(case: dict) -> tuple[list[int], int]:
+def addresses(case: dict[str, Any]) -> tuple[list[int], int]:
     """The case's byte address for each of the 32 lanes, and the bytes each lane reads.
 
     ``stride``: lane l at word ``stride * l``. ``padded``: ``tile[lane][0]`` of a tile with rows of
@@ -80,6 +81,8 @@ def addresses(case: dict) -> tuple[list[int], int]:
             raise ValueError(f"A word swizzle scatters the words of {_a(width)}-byte access over the row, so one "
                              f"lane could no longer read them at once: swizzle 16-byte chunks, or read 4 bytes.")
         R = case["row"]
+        rows: Sequence[int]
+        words: Sequence[int]
         if case["pattern"] == "column":
             rows, words = list(lanes), [case["column"]] * 32
         else:
@@ -95,18 +98,18 @@ def _a(width: int) -> str:
     return ("an " if width == 8 else "a ") + str(width)
 
 
-def _join(items) -> str:
-    items = [str(i) for i in items]
-    if len(items) > 4:
-        return ", ".join(items[:3]) + ", …, " + items[-1]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+def _join(items: Iterable[int]) -> str:
+    said = [str(i) for i in items]
+    if len(said) > 4:
+        return ", ".join(said[:3]) + ", …, " + said[-1]
+    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
 
 
 def _wavefronts(n: int) -> str:
     return f"{n} wavefront" + ("" if n == 1 else "s")
 
 
-def result(addrs: list[int], width: int) -> dict:
+def result(addrs: list[int], width: int) -> dict[str, Any]:
     """What the page shows for one access: the addresses (``a``) and width (``w``); from
     :func:`gemmlab.banks.bank_access`, the wavefronts (``wf``) and the ideal; from
     :func:`gemmlab.banks.lane_groups`, the lanes per group (``g``) and each group's wavefronts
@@ -162,7 +165,7 @@ def result(addrs: list[int], width: int) -> dict:
     return out
 
 
-def _refusal(case: dict, addrs: list[int], width: int) -> str:
+def _refusal(case: dict[str, Any], addrs: list[int], width: int) -> str:
     lane = next(i for i, a in enumerate(addrs) if a % width)
     hint = {"stride": f"choose a stride that is a multiple of {width // 4} words",
             "padded": f"choose a padding that keeps the row, T + pad, a multiple of {width // 4} words"
@@ -171,7 +174,7 @@ def _refusal(case: dict, addrs: list[int], width: int) -> str:
             f"lane {lane} starts at byte {addrs[lane]}: {hint}.")
 
 
-def data(**start) -> dict:
+def data(**start: int | str) -> dict[str, Any]:
     """Everything the page needs: every case's result (:func:`result`, or ``error``: the sentence that
     refuses it), the cases by :func:`key`, the inputs' choices, and the starting point (:data:`DEFAULTS`
     updated with ``start``)."""
@@ -179,7 +182,7 @@ def data(**start) -> dict:
     if unknown:
         raise ValueError(f"the explorer has no input {', '.join(unknown)}; it has {', '.join(DEFAULTS)}")
     begin = {**DEFAULTS, **start}
-    results: list[dict] = []
+    results: list[dict[str, Any]] = []
     index: dict[str, int] = {}
     table: dict[str, int] = {}
     for case in cases():
@@ -215,7 +218,7 @@ _instances = 0
 class BankExplorer:
     """Displays as the interactive explorer (``text/html``) in Jupyter, Colab and the book."""
 
-    def __init__(self, **start):
+    def __init__(self, **start: int | str) -> None:
         global _instances
         self.payload = data(**start)
         _instances += 1
@@ -229,7 +232,7 @@ class BankExplorer:
         return explorer_html.render("bkx", self.uid, "Bank Conflict Explorer", self.payload, "banks", "BankExplorer", ASSETS)
 
 
-def show(**start) -> BankExplorer:
+def show(**start: int | str) -> BankExplorer:
     """The explorer, starting at :data:`DEFAULTS` updated with ``start``: for example
     ``show(mode="padded", columns=32, pad=0)`` or ``show(mode="kernel", tile=16, layout="plain")``."""
     return BankExplorer(**start)

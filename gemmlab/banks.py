@@ -8,6 +8,7 @@ instruction and summed over a launch, which is what Nsight Compute counts. Pure 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
 
 from .models import ceil_div
 
@@ -29,7 +30,7 @@ class BankAccess:
     """
 
     wavefronts: int                 # passes the instruction needs
-    words_per_bank: tuple           # distinct words requested from each of the 32 banks (whole warp)
+    words_per_bank: tuple[int, ...] # distinct words requested from each of the 32 banks (whole warp)
     ideal: int = 1                  # passes it would need without any bank conflict (one per group)
 
     @property
@@ -38,14 +39,14 @@ class BankAccess:
         return max(0, self.wavefronts - self.ideal)
 
 
-def _lanes_pair_up(addrs: list) -> bool:
+def _lanes_pair_up(addrs: Sequence[int]) -> bool:
     """Lanes n and n^1 (or n and n^2) read the same address, for every lane present in both."""
-    def same(step):
+    def same(step: int) -> bool:
         return all(addrs[n] == addrs[n ^ step] for n in range(len(addrs)) if (n ^ step) < len(addrs))
     return len(addrs) > 1 and (same(1) or same(2))
 
 
-def _words_per_bank(addrs, per_lane: int) -> list[int]:
+def _words_per_bank(addrs: Iterable[int], per_lane: int) -> list[int]:
     words = {a // BANK_BYTES + i for a in addrs for i in range(per_lane)}
     per_bank = [0] * BANKS
     for w in words:
@@ -53,7 +54,7 @@ def _words_per_bank(addrs, per_lane: int) -> list[int]:
     return per_bank
 
 
-def _check(addrs: list, access_bytes: int) -> None:
+def _check(addrs: Sequence[int], access_bytes: int) -> None:
     if access_bytes not in (4, 8, 16):
         raise ValueError(f"the bank model covers 4-, 8- and 16-byte accesses, got {access_bytes}-byte ones")
     if len(addrs) > 32:
@@ -62,7 +63,7 @@ def _check(addrs: list, access_bytes: int) -> None:
         raise ValueError(f"{access_bytes}-byte accesses must be {access_bytes}-byte aligned")
 
 
-def lane_groups(byte_addresses, access_bytes: int = 4) -> list[range]:
+def lane_groups(byte_addresses: Iterable[int], access_bytes: int = 4) -> list[range]:
     """The groups of lanes that the banks serve together (see :class:`BankAccess`), in lane order: the
     whole warp for 4-byte accesses; 16 lanes for 8-byte and 8 lanes for 16-byte ones, twice as many when
     neighbouring lanes read the same address. Each group needs as many wavefronts as its busiest bank
@@ -74,7 +75,7 @@ def lane_groups(byte_addresses, access_bytes: int = 4) -> list[range]:
     return [range(i, min(i + size, len(addrs))) for i in range(0, len(addrs), size)]
 
 
-def bank_access(byte_addresses, access_bytes: int = 4) -> BankAccess:
+def bank_access(byte_addresses: Iterable[int], access_bytes: int = 4) -> BankAccess:
     """The bank model for one warp's shared-memory instruction: ``byte_addresses`` holds each lane's
     address in lane order (at most 32), ``access_bytes`` what each lane reads (4 for a ``float``, 8 for a
     ``float2``, 16 for a ``float4``; addresses aligned to it). Word w = address // 4 lives in bank w % 32."""
@@ -85,7 +86,7 @@ def bank_access(byte_addresses, access_bytes: int = 4) -> BankAccess:
     return BankAccess(wavefronts, tuple(_words_per_bank(addrs, per_lane)), len(groups))
 
 
-def array_addresses(rows, cols, row_stride: int, base: int = 0) -> list[int]:
+def array_addresses(rows: Iterable[int], cols: Iterable[int], row_stride: int, base: int = 0) -> list[int]:
     """Byte addresses of float elements [r][c] of a row-major array whose rows are ``row_stride``
     floats long (pass T + 1 for a padded T×T tile), for the pairs (rows[i], cols[i])."""
     return [base + 4 * (r * row_stride + c) for r, c in zip(rows, cols)]
@@ -115,7 +116,8 @@ def swizzled_word(row: int, word: int, swizzle: str = "chunks") -> int:
     return word ^ row % BANKS if swizzle == "words" else word
 
 
-def tile_addresses(rows, words, row_words: int, swizzle: str = "none", base: int = 0) -> list[int]:
+def tile_addresses(rows: Iterable[int], words: Iterable[int], row_words: int, swizzle: str = "none",
+                   base: int = 0) -> list[int]:
     """Byte addresses of words (rows[i], words[i]) of a row-major float tile whose rows are ``row_words``
     words long, stored under ``swizzle`` (:func:`swizzled_word`); with ``none`` this is
     :func:`array_addresses`."""
@@ -135,7 +137,7 @@ class SharedInstruction:
     opcode: str                     # LDS (4 bytes per lane), LDS.128 (16 bytes), STS
     per_phase: int                  # how often each warp executes it per tile phase (one k0 step)
     access: BankAccess              # its cost for one warp
-    addresses: tuple = ()           # the byte address of each lane of warp 0, in lane order
+    addresses: tuple[int, ...] = () # the byte address of each lane of warp 0, in lane order
     access_bytes: int = 4           # what each lane reads: 4, or 16 for LDS.128
 
     @property
@@ -164,7 +166,7 @@ def tiled_shared_instructions(T: int, layout: str = "plain") -> list[SharedInstr
     row = T + (layout == "padded")                          # floats per row of Bs
     bs = 4 * T * T                                          # Bs follows As in shared memory
 
-    def instruction(what: str, opcode: str, per_phase: int, addrs: list) -> SharedInstruction:
+    def instruction(what: str, opcode: str, per_phase: int, addrs: list[int]) -> SharedInstruction:
         width = 16 if opcode == "LDS.128" else 4
         return SharedInstruction(what, opcode, per_phase, bank_access(addrs, width), tuple(addrs), width)
 
@@ -212,7 +214,7 @@ def tiled_shared_traffic(M: int, N: int, K: int, T: int, layout: str = "plain") 
     n = tiled_warp_phases(M, N, K, T)
     ins = tiled_shared_instructions(T, layout)
 
-    def total(load: bool, f) -> int:
+    def total(load: bool, f: Callable[[SharedInstruction], int]) -> int:
         return n * sum(i.per_phase * f(i) for i in ins if i.is_load == load)
 
     return SharedTraffic(total(True, lambda i: 1), total(True, lambda i: i.access.wavefronts), total(True, lambda i: i.access.ideal),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass, replace
-from typing import Callable
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -34,7 +34,7 @@ class GemmResult:
     share_of_cublas: tuple[float, float, float] | None = None   # interleaved: per-round ratio (median, quartiles)
 
 
-def _result(name, M, N, K, seconds, correct, precision="FP32") -> GemmResult:
+def _result(name: str, M: int, N: int, K: int, seconds: float, correct: bool, precision: str = "FP32") -> GemmResult:
     return GemmResult(name, M, N, K, seconds, models.gemm_flops(M, N, K) / seconds / 1e12,
                       models.compulsory_bytes(M, N, K) / seconds / 1e9, correct, precision)
 
@@ -88,7 +88,7 @@ def _say_once(sentence: str) -> None:
         print(sentence)
 
 
-def cupy_or_none():
+def cupy_or_none() -> Any:
     """CuPy with TF32 off (so cuBLAS computes in true FP32), or None where it is not installed."""
     os.environ.setdefault("CUPY_TF32", "0")
     try:
@@ -135,10 +135,10 @@ def of_cublas(result: GemmResult, cublas: GemmResult | None) -> str:
     return f"{fraction_of_cublas(result, cublas.tflops):.1%}" if cublas else "-"
 
 
-def sweep(names, sizes, repeat: int = 5, cublas: bool = True) -> dict[str, list[GemmResult]]:
+def sweep(names: Iterable[str], sizes: Iterable[int], repeat: int = 5, cublas: bool = True) -> dict[str, list[GemmResult]]:
     """Each named kernel (and cuBLAS) at each square size n: ``{name: [result per size]}``."""
     gpu.cuda()
-    table = {name: [] for name in names}
+    table: dict[str, list[GemmResult]] = {name: [] for name in names}
     if cublas and cupy_or_none() is not None:
         table["cuBLAS"] = []
     elif cublas:
@@ -149,7 +149,9 @@ def sweep(names, sizes, repeat: int = 5, cublas: bool = True) -> dict[str, list[
         for name in names:
             table[name].append(time_gemm(registry.lookup(name), A, B, repeat, ref))
         if "cuBLAS" in table:
-            table["cuBLAS"].append(time_cublas(A, B, repeat, ref))
+            cublas_result = time_cublas(A, B, repeat, ref)
+            assert cublas_result is not None        # CuPy was found above
+            table["cuBLAS"].append(cublas_result)
     return table
 
 
@@ -157,19 +159,23 @@ def sweep(names, sizes, repeat: int = 5, cublas: bool = True) -> dict[str, list[
 DEFAULT_SIZES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 1234))
 
 
-def distinct_sizes(sizes) -> list[tuple[int, int, int]]:
+def distinct_sizes(sizes: Iterable[Sequence[int]]) -> list[tuple[int, int, int]]:
     """``sizes`` as (M, N, K) tuples, refused (``ValueError``) where one is given twice: a ladder's results, and each
     kernel's share of cuBLAS in the JSON, are keyed by size, so a size given twice would mix two runs' cuBLAS."""
-    sizes = [tuple(s) for s in sizes]
-    twice = sorted({s for s in sizes if sizes.count(s) > 1})
+    triples = [(M, N, K) for M, N, K in sizes]
+    twice = sorted({s for s in triples if triples.count(s) > 1})
     if twice:
         raise ValueError(f"size {', '.join('x'.join(map(str, s)) for s in twice)} given twice; "
                          "for more timings of one size use --repeat (repeat=)")
-    return sizes
+    return triples
 
 
-def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress=None, *, kernels=None,
-           reference=verify.Reference, cublas=None, label: str = "", interleave: bool = False) -> list[GemmResult]:
+def ladder(sizes: Iterable[Sequence[int]] = DEFAULT_SIZES, names: Iterable[str] | None = None, repeat: int = 5,
+           log: Callable[[str], object] = print, progress: Callable[[str], object] | None = None, *,
+           kernels: Mapping[str, GemmKernel] | None = None,
+           reference: Callable[[np.ndarray, np.ndarray], verify.Reference] = verify.Reference,
+           cublas: Callable[[np.ndarray, np.ndarray, verify.Reference], Prepared | None] | None = None,
+           label: str = "", interleave: bool = False) -> list[GemmResult]:
     """Every course kernel (or those named) and cuBLAS at each (M, N, K): ``log`` gets one line per
     result, ``progress`` (if given) one line per size, with the seconds it took. Another ladder (chapter 8's,
     :func:`gemmlab.precisions.ladder`) passes its ``kernels`` (``{name: kernel}``), the ``reference(A, B)`` they
@@ -180,16 +186,17 @@ def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress
     of them and cuBLAS are prepared first and timed against each other in alternating blocks
     (:func:`gemmlab.timing.interleaved`), so that they see the same clocks, and each time is the median of the rounds;
     each result's ``share_of_cublas`` is then the median and quartiles of its per-round ratios to cuBLAS."""
-    sizes = distinct_sizes(sizes)
+    triples = distinct_sizes(sizes)
     every = registry.kernels() if kernels is None else kernels
-    unknown = sorted(set(names or ()) - set(every))
+    wanted = None if names is None else set(names)
+    unknown = sorted((wanted or set()) - set(every))
     if unknown:
         raise ValueError(f"no {label or 'course'} kernel named {', '.join(unknown)}; choose from {', '.join(every)}")
     gpu.cuda()
-    chosen = [k for n, k in every.items() if names is None or n in names]
+    chosen = [k for n, k in every.items() if wanted is None or n in wanted]
     results = []
     prepare_baseline = cublas or prepare_cublas
-    for i, (M, N, K) in enumerate(sizes, 1):
+    for i, (M, N, K) in enumerate(triples, 1):
         start = time.monotonic()
         A, B = verify.random_operands(M, N, K, seed=M + N + K)
         ref = reference(A, B)
@@ -200,7 +207,7 @@ def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress
             times = timing.interleaved({p.name: p.run for p in ready})
             timed = [p.result(times.median_s(p.name)) for p in ready]
             if base is not None:          # each round's ratio saw one clock: their median and quartiles
-                timed = [replace(r, share_of_cublas=tuple(x / 100 for x in times.ratio(p.name, base.name)))
+                timed = [replace(r, share_of_cublas=_fractions(times.ratio(p.name, base.name)))
                          for p, r in zip(ready, timed)]
             del ready                           # this size's device buffers go before the next size's are made
             for r in timed:
@@ -216,10 +223,15 @@ def ladder(sizes=DEFAULT_SIZES, names=None, repeat: int = 5, log=print, progress
                 log(format_row(timed[-1]))
         results += timed
         if progress:
-            progress(f"{label + ' ' if label else ''}size {i} of {len(sizes)}, {M}x{N}x{K}: {len(chosen)} kernels"
+            progress(f"{label + ' ' if label else ''}size {i} of {len(triples)}, {M}x{N}x{K}: {len(chosen)} kernels"
                      f"{' and cuBLAS' if base else ''} checked and timed in {time.monotonic() - start:.0f} s"
                      f"{' (interleaved)' if interleave else ''}")
     return results
+
+
+def _fractions(percentages: tuple[float, float, float]) -> tuple[float, float, float]:
+    median, low, high = percentages
+    return median / 100, low / 100, high / 100
 
 
 def format_row(r: GemmResult) -> str:

@@ -11,6 +11,8 @@ against the budget with these same functions. Pure Python: the estimate needs a 
 
 from __future__ import annotations
 
+from typing import Iterable, Sequence
+
 from . import device, models
 
 #: Seconds a cell may take on a free Colab T4.
@@ -40,16 +42,16 @@ def fit_square(n: int, spec: device.DeviceSpec, reference_seconds: float, smalle
     return m
 
 
-def work_ratio(kept, sizes) -> float:
+def work_ratio(kept: Iterable[Sequence[int]], sizes: Iterable[Sequence[int]]) -> float:
     """The share of the FLOPs of GEMMs at ``sizes`` (M, N, K) that those at ``kept`` do."""
     return sum(models.gemm_flops(*s) for s in kept) / sum(models.gemm_flops(*s) for s in sizes)
 
 
-def fit_sizes(sizes, spec: device.DeviceSpec, reference_seconds: float) -> list[tuple[int, int, int]]:
+def fit_sizes(sizes: Iterable[Sequence[int]], spec: device.DeviceSpec, reference_seconds: float) -> list[tuple[int, int, int]]:
     """``sizes`` (M, N, K) without the largest problems, dropped one by one until the whole list fits the
     budget on ``spec``, for a cell that took ``reference_seconds`` on the H200 with all of them."""
-    sizes = [tuple(s) for s in sizes]
-    kept = list(sizes)
-    while len(kept) > 1 and estimate(reference_seconds, spec, work_ratio(kept, sizes)) > BUDGET_S:
+    every = [(M, N, K) for M, N, K in sizes]
+    kept = list(every)
+    while len(kept) > 1 and estimate(reference_seconds, spec, work_ratio(kept, every)) > BUDGET_S:
         kept.remove(max(kept, key=lambda s: models.gemm_flops(*s)))
     return kept

@@ -10,6 +10,7 @@ output is checked before its time is believed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 import numpy as np
 
@@ -55,7 +56,7 @@ def copy_bandwidth(nbytes: int = 1 << 30, threads: int = 256, repeat: int = 20, 
     return (passes or 1) * 2 * 4 * n / t.median_s, t
 
 
-def copy_sweep(sizes_bytes, bytes_per_launch: int = 4 << 30) -> list[float]:
+def copy_sweep(sizes_bytes: Iterable[int], bytes_per_launch: int = 4 << 30) -> list[float]:
     """Copy bandwidth for each buffer size with ``copy_passes_f32``: enough passes that each launch
     moves about ``bytes_per_launch`` bytes, so launch overhead does not hide the speed of a cache
     that holds a small buffer."""
@@ -83,7 +84,7 @@ def mma_form(precision: str, spec: device.DeviceSpec) -> tuple[str, str]:
     return ("m16n8k8" if precision == "TF32" or old_fp16 else "m16n8k16"), tensor_gemm.PRECISIONS[precision]
 
 
-def tensor(precisions=("FP16", "BF16", "TF32")) -> list[Ceiling]:
+def tensor(precisions: Iterable[str] = ("FP16", "BF16", "TF32")) -> list[Ceiling]:
     """The tensor cores' ceiling per input format: the ``mma.sync`` probe (:func:`gemmlab.probes.mma_ceiling`)
     next to the peak derived from :data:`gemmlab.device.TENSOR_FLOPS_PER_SM_CLOCK` (NaN where none is recorded).
     Formats the compiled code has no instruction for are left out."""

@@ -8,6 +8,7 @@ offending value before anything touches the GPU; it never reaches a kernel.
 from __future__ import annotations
 
 import math
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -23,7 +24,7 @@ class DeviceMemoryError(MemoryError):
     """The problem does not fit in the device memory that is free."""
 
 
-def check_matrix(name: str, X) -> tuple[int, int]:
+def check_matrix(name: str, X: object) -> tuple[int, int]:
     """Type, dtype and rank of one operand; returns its shape."""
     if not isinstance(X, np.ndarray):
         raise TypeError(f"{name} must be a NumPy array, got {type(X).__name__}")
@@ -35,7 +36,7 @@ def check_matrix(name: str, X) -> tuple[int, int]:
     return X.shape
 
 
-def check_gemm_shapes(A, B) -> tuple[int, int, int]:
+def check_gemm_shapes(A: object, B: object) -> tuple[int, int, int]:
     """(M, N, K) for C = A @ B, after checking both operands and that their shapes agree."""
     M, K = check_matrix("A", A)
     K2, N = check_matrix("B", B)
@@ -61,7 +62,7 @@ def check_contiguous(name: str, X: np.ndarray) -> None:
                          f"the kernels read row-major memory: pass np.ascontiguousarray({name})")
 
 
-def check_block(block: tuple[int, int, int], spec: DeviceSpec) -> None:
+def check_block(block: Sequence[int], spec: DeviceSpec) -> None:
     """A thread block the device can run: per-dimension limits and threads per block."""
     if len(block) != 3 or any(int(b) < 1 for b in block):
         raise LaunchConfigError(f"block {tuple(block)} must be three positive sizes (x, y, z)")
@@ -74,7 +75,7 @@ def check_block(block: tuple[int, int, int], spec: DeviceSpec) -> None:
                                 f"({spec.name}) allows at most {spec.max_threads_per_block} per block")
 
 
-def check_grid(grid: tuple[int, int, int], spec: DeviceSpec) -> None:
+def check_grid(grid: Sequence[int], spec: DeviceSpec) -> None:
     for axis, g, lim in zip("xyz", grid, spec.max_grid_dims):
         if g > lim:
             raise LaunchConfigError(f"grid {tuple(grid)}: {axis} = {g:,} blocks exceeds this device's limit of {lim:,}")
@@ -95,7 +96,9 @@ def check_fits(nbytes: int, free_bytes: int, what: str) -> None:
                                 f"but only {free_bytes / 2**30:,.2f} GiB is free")
 
 
-def check_gemm(name: str, A, B, block: tuple[int, int, int], grid_of, spec: DeviceSpec, free_bytes: int) -> tuple[int, int, int]:
+def check_gemm(name: str, A: np.ndarray, B: np.ndarray, block: tuple[int, int, int],
+               grid_of: Callable[[int, int], tuple[int, int, int]], spec: DeviceSpec,
+               free_bytes: int) -> tuple[int, int, int]:
     """Every check of one GEMM launch, in the order a reader would want to hear about problems:
     operands and sizes, block, grid (``grid_of(M, N)``), device memory for A, B and C, contiguity.
     Returns (M, N, K)."""

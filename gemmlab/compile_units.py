@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from . import fast_configs, provenance, tc_configs
 
@@ -83,7 +84,7 @@ class CompileUnit:
         return provenance.format_line(self.path, self.file_sha, arch, self.config_sha, self.custom)
 
 
-def unit(path: str | Path, configs=None) -> CompileUnit:
+def unit(path: str | Path, configs: Iterable[fast_configs.FastConfig] | None = None) -> CompileUnit:
     """The compile unit of a kernel file; for ``07_fast.cu``, ``configs`` compiles only those
     configurations (by default every one in :data:`gemmlab.fast_configs.CONFIGS`)."""
     file = provenance.kernel_path(path)
@@ -91,8 +92,8 @@ def unit(path: str | Path, configs=None) -> CompileUnit:
         return _course_unit(file)
     if file.name != fast_configs.SOURCE:
         raise ValueError(f"only {fast_configs.SOURCE} takes configurations, not {file.name}")
-    configs = tuple(c.validate() for c in configs)
-    return CompileUnit(file, fast_configs.entry_points(configs), _defines(file.name), custom=configs != fast_configs.CONFIGS)
+    checked = tuple(c.validate() for c in configs)
+    return CompileUnit(file, fast_configs.entry_points(checked), _defines(file.name), custom=checked != fast_configs.CONFIGS)
 
 
 def _defines(name: str) -> tuple[tuple[str, int], ...]:

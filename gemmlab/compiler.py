@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable, Iterable
 
 from . import compile_units, gpu, limits, provenance, watchdog
 from .compile_units import CompileUnit
@@ -55,15 +56,15 @@ class CompiledFile:
 
     unit: CompileUnit
     arch: str                                       # sm_XY, or compute_XY where the driver JIT-compiled PTX
-    module: object
+    module: Any                                     # a pycuda.driver.Module (PyCUDA has no type information)
     image: bytes = field(default=b"", repr=False)   # the cubin or PTX loaded, for direct driver calls (gemmlab.driver)
-    _functions: dict = field(default_factory=dict, repr=False)
-    _driver_module: object = field(default=None, repr=False)
-    _driver_functions: dict = field(default_factory=dict, repr=False)
-    _driver_shared: dict = field(default_factory=dict, repr=False)    # the dynamic shared memory each may use
-    _shared: dict = field(default_factory=dict, repr=False)           # the same for the PyCUDA functions
+    _functions: dict[str | tuple[str, str], Any] = field(default_factory=dict, repr=False)
+    _driver_module: ctypes.c_void_p | None = field(default=None, repr=False)
+    _driver_functions: dict[str, ctypes.c_void_p] = field(default_factory=dict, repr=False)
+    _driver_shared: dict[str, int] = field(default_factory=dict, repr=False)    # the dynamic shared memory each may use
+    _shared: dict[str, int] = field(default_factory=dict, repr=False)           # the same for the PyCUDA functions
 
-    def function(self, name: str):
+    def function(self, name: str) -> Any:
         """The PyCUDA function ``name`` (an ``extern "C"`` entry point of the file)."""
         if name not in self._functions:
             try:
@@ -72,7 +73,7 @@ class CompiledFile:
                 raise KeyError(f"{provenance.display_path(self.unit.path)} has no extern \"C\" kernel named {name!r}") from None
         return self._functions[name]
 
-    def driver_function(self, name: str, dynamic_shared: int = 0):
+    def driver_function(self, name: str, dynamic_shared: int = 0) -> ctypes.c_void_p:
         """The ``CUfunction`` ``name`` of this image as a ``ctypes`` handle, for the driver calls PyCUDA has no
         binding for (occupancy queries, launches with a tensor map passed by value); loaded once. With
         ``dynamic_shared`` bytes per block beyond the default limit, its limit is raised first, as a launch needs."""
@@ -90,7 +91,7 @@ class CompiledFile:
                      lambda: gpu.driver_call("cuFuncSetAttribute", fn, _ATTR_MAX_DYNAMIC_SHARED, ctypes.c_int(dynamic_shared)))
         return fn
 
-    def prepared(self, name: str, signature: str, dynamic_shared: int = 0):
+    def prepared(self, name: str, signature: str, dynamic_shared: int = 0) -> Any:
         """Function ``name`` prepared for ``prepared_call`` with PyCUDA's argument ``signature``
         (e.g. ``"PPPiii"``): a launch then costs microseconds of Python instead of tens. With ``dynamic_shared``
         bytes per block, its limit is raised first where a launch needs it (:meth:`allow_shared`)."""
@@ -104,13 +105,13 @@ class CompiledFile:
         """Let PyCUDA's function ``name`` launch with ``dynamic_shared`` bytes of dynamic shared memory: beyond the
         default 48 KiB per block it must opt in. Raised once per larger size, as :meth:`driver_function` does,
         because asking for the attributes and setting one at every launch costs each launch microseconds."""
-        def set_limit():
+        def set_limit() -> None:
             from pycuda.driver import function_attribute
             self.function(name).set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared)
 
         self._opt_in(self._shared, name, dynamic_shared, set_limit)
 
-    def _opt_in(self, raised: dict, name: str, dynamic_shared: int, set_limit) -> None:
+    def _opt_in(self, raised: dict[str, int], name: str, dynamic_shared: int, set_limit: Callable[[], object]) -> None:
         """Call ``set_limit`` where function ``name`` needs an opt-in for ``dynamic_shared`` bytes, once per larger
         size (``raised`` remembers the largest asked for). The driver's and PyCUDA's handles of one function are
         two ``CUfunction`` objects, each with its own limit, hence one record for each."""
@@ -165,7 +166,10 @@ def parse_ptxas(report: str) -> list[PtxasEntry]:
     """The entries of an ``nvcc -Xptxas -v`` report, one per compiled kernel."""
     entries = []
     for block in re.split(r"(?=ptxas info\s+: Compiling entry function)", report)[1:]:
-        name = re.search(r"entry function '(\w+)'", block).group(1)
+        named = re.search(r"entry function '(\w+)'", block)
+        if named is None:
+            raise ValueError(f"a ptxas report block without an entry function's name: {block[:200]!r}")
+        name = named.group(1)
         spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", block)
         regs = re.search(r"Used (\d+) registers", block)
         smem = re.search(r"(\d+) bytes smem", block)
@@ -174,7 +178,7 @@ def parse_ptxas(report: str) -> list[PtxasEntry]:
     return entries
 
 
-def _nvcc_cubin(text: str, arch: str, options, tmp: str, include_dir: Path = provenance.KERNELS_DIR) -> tuple[Path, str]:
+def _nvcc_cubin(text: str, arch: str, options: Iterable[str], tmp: str, include_dir: Path = provenance.KERNELS_DIR) -> tuple[Path, str]:
     """Compile CUDA source ``text`` with nvcc into a cubin for ``arch`` in folder ``tmp``: the cubin's path and
     ptxas's report. An architecture-specific target (``sm_90a``) takes the ``-gencode`` form, which compiles for
     that architecture alone (the shorthand would add a plain sm_90 pass, which refuses its instructions)."""
@@ -189,7 +193,7 @@ def _nvcc_cubin(text: str, arch: str, options, tmp: str, include_dir: Path = pro
     return cubin, proc.stdout + proc.stderr
 
 
-def ptxas_report(text: str, arch: str, options=()) -> list[PtxasEntry]:
+def ptxas_report(text: str, arch: str, options: Iterable[str] = ()) -> list[PtxasEntry]:
     """Compile CUDA source ``text`` for ``arch`` (e.g. ``"sm_90"``) with ``nvcc -Xptxas -v`` (and any
     further ``options``, such as a unit's ``-D`` constants) and return ptxas's report per kernel. Needs
     ``nvcc`` only, no GPU: the report is what the compiler decided."""
@@ -197,7 +201,7 @@ def ptxas_report(text: str, arch: str, options=()) -> list[PtxasEntry]:
         return parse_ptxas(_nvcc_cubin(text, arch, options, tmp)[1])
 
 
-def offline_sass(unit: CompileUnit, arch: str, names) -> dict[str, str]:
+def offline_sass(unit: CompileUnit, arch: str, names: Iterable[str]) -> dict[str, str]:
     """The machine code of functions ``names`` of a compile unit compiled by nvcc for ``arch`` (``sm_90``,
     ``sm_90a`` ...), ``{name: listing}``, with no GPU: what :meth:`CompiledFile.sass` shows on a GPU of that
     architecture, from the same compiler. Needs nvcc and cuobjdump (:class:`SassUnavailable` without it)."""
@@ -209,10 +213,10 @@ def offline_sass(unit: CompileUnit, arch: str, names) -> dict[str, str]:
 
 def _disassembler() -> tuple[str, str]:
     """The paths of cuobjdump and of nvdisasm, which it runs (both in the toolkit, or NVIDIA's wheels of both)."""
-    tools = watchdog.find_tool("cuobjdump"), watchdog.find_tool("nvdisasm")
-    if None in tools:
+    cuobjdump, nvdisasm = watchdog.find_tool("cuobjdump"), watchdog.find_tool("nvdisasm")
+    if cuobjdump is None or nvdisasm is None:
         raise SassUnavailable(NO_CUOBJDUMP)
-    return tools
+    return cuobjdump, nvdisasm
 
 
 def _disassemble(tools: tuple[str, str], cubin: Path, name: str) -> str:
@@ -233,7 +237,7 @@ def opcodes(sass: str) -> list[str]:
     return [op.replace(".U.", ".").removesuffix(".U") for op in ops]
 
 
-def opcode_counts(sass: str, prefixes=("LDS", "STS")) -> dict[str, int]:
+def opcode_counts(sass: str, prefixes: Iterable[str] = ("LDS", "STS")) -> dict[str, int]:
     """How often each instruction whose opcode starts with one of ``prefixes`` appears in a SASS
     listing (:func:`opcodes`), with its width suffix (``LDS``, ``LDS.128``, ...)."""
     return dict(sorted(collections.Counter(op for op in opcodes(sass) if op.startswith(tuple(prefixes))).items()))
@@ -285,7 +289,8 @@ def _arch_specific_target(wanted: str) -> str:
     return wanted
 
 
-def build(text: str, options=(), include_dirs=(), arch_specific: str | None = None) -> tuple[str, bytes]:
+def build(text: str, options: Iterable[str] = (), include_dirs: Iterable[str] = (),
+          arch_specific: str | None = None) -> tuple[str, bytes]:
     """Compile CUDA source ``text`` for :func:`target`: ``(arch, image)``, the image a cubin, or
     NUL-terminated PTX for the driver to JIT-compile where the target is a virtual architecture. With
     ``arch_specific`` (``sm_90a``), a cubin for that architecture alone, on that GPU only."""

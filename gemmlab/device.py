@@ -1,6 +1,6 @@
 """The device: its limits, and the ceilings they imply.
 
-:class:`DeviceSpec` holds what the CUDA driver reports about a GPU. The ceilings of the
+:class:`~gemmlab.limits.DeviceSpec` holds what the CUDA driver reports about a GPU. The ceilings of the
 roofline are derived from it by plain arithmetic (:func:`peak_fp32_flops`,
 :func:`peak_dram_bandwidth`); ``gemmlab.bench`` measures them with the course's own probes.
 Published specs of a T4 (Colab's free GPU) and an H200 let everything but :func:`current`
@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from . import gpu
+from .limits import DeviceSpec as DeviceSpec     # re-exported: defined with the limits, in the layer that needs no GPU
 
 # FP32 lanes (CUDA cores) per SM by compute capability, from the CUDA C++ Programming Guide's
 # "Arithmetic Instructions" throughput table (32-bit floating-point add, multiply, multiply-add).
@@ -24,41 +25,10 @@ FP32_LANES_PER_SM = {
 }
 
 
-@dataclass(frozen=True)
-class DeviceSpec:
-    """A GPU's limits as the driver reports them (sizes in bytes, clocks in kHz)."""
-
-    name: str
-    compute_capability: tuple[int, int]
-    sms: int
-    max_threads_per_block: int
-    max_block_dims: tuple[int, int, int]
-    max_grid_dims: tuple[int, int, int]
-    max_threads_per_sm: int
-    max_blocks_per_sm: int
-    warp_size: int
-    registers_per_sm: int
-    registers_per_block: int
-    shared_per_block: int
-    shared_per_block_optin: int
-    shared_per_sm: int
-    reserved_shared_per_block: int
-    l2_bytes: int
-    sm_clock_khz: int
-    memory_clock_khz: int
-    memory_bus_bits: int
-    total_memory: int
-    clock_source: str = field(default="driver", compare=False)
-
-    @property
-    def arch(self) -> str:
-        return "sm_%d%d" % self.compute_capability
-
-
 def fp32_lanes_per_sm(cc: tuple[int, int]) -> int:
     """FP32 lanes per SM for compute capability ``cc`` (raises for an unknown one)."""
     try:
-        return FP32_LANES_PER_SM[tuple(cc)]
+        return FP32_LANES_PER_SM[(cc[0], cc[1])]
     except KeyError:
         raise ValueError(f"no FP32 lane count recorded for compute capability {cc[0]}.{cc[1]}; "
                          "add it to gemmlab.device.FP32_LANES_PER_SM") from None
@@ -85,7 +55,8 @@ half the rate listed; on 9.0 the rate is that of ``wgmma`` (chapter 9), not of `
 def peak_tensor_flops(spec: DeviceSpec, precision: str) -> float | None:
     """SMs x :data:`TENSOR_FLOPS_PER_SM_CLOCK` x SM clock, in FLOP/s; None where no rate is recorded for this
     GPU and input format (an older GPU, or BF16 / TF32 on a T4, which has no such instruction)."""
-    rate = TENSOR_FLOPS_PER_SM_CLOCK.get(tuple(spec.compute_capability), {}).get(precision)
+    major, minor = spec.compute_capability
+    rate = TENSOR_FLOPS_PER_SM_CLOCK.get((major, minor), {}).get(precision)
     return None if rate is None else spec.sms * rate * spec.sm_clock_khz * 1e3
 
 
@@ -166,7 +137,7 @@ def current() -> DeviceSpec:
     dev = drv.Context.get_device()
     attrs = {str(k).rsplit(".", 1)[-1]: v for k, v in dev.get_attributes().items()}
 
-    def a(name, default=0):
+    def a(name: str, default: int = 0) -> int:
         return int(attrs.get(name, default))
 
     sm_clock, mem_clock, source = a("CLOCK_RATE"), a("MEMORY_CLOCK_RATE"), "driver"

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
+from typing import Iterable
 
 from . import compiler, device, gpu, occupancy
+from .compile_units import CompileUnit
 from .gpu import driver_call as _call
 
 
-def max_active_blocks(source: str, function: str, threads_per_block: int, dynamic_shared_bytes: int = 0) -> int:
+def max_active_blocks(source: str | CompileUnit, function: str, threads_per_block: int, dynamic_shared_bytes: int = 0) -> int:
     """Blocks of ``function`` (in kernel file ``source``) that the driver says fit on one SM at once,
     for blocks of ``threads_per_block`` threads with ``dynamic_shared_bytes`` of dynamic shared memory."""
     gpu.cuda()
@@ -31,7 +33,7 @@ def max_active_blocks(source: str, function: str, threads_per_block: int, dynami
 class OccupancyCase:
     """One configuration, with the calculator's and the driver's blocks per SM."""
 
-    source: str
+    source: str | CompileUnit
     function: str
     registers: int
     static_shared: int
@@ -46,7 +48,7 @@ class OccupancyCase:
         return self.model == self.driver
 
 
-def compare(source: str, function: str, threads: int, dynamic_shared: int = 0) -> OccupancyCase:
+def compare(source: str | CompileUnit, function: str, threads: int, dynamic_shared: int = 0) -> OccupancyCase:
     """The calculator and the driver on one kernel and launch configuration."""
     res = compiler.load(source).resources(function)
     try:
@@ -58,8 +60,9 @@ def compare(source: str, function: str, threads: int, dynamic_shared: int = 0) -
                          max_active_blocks(source, function, threads, dynamic_shared), binding)
 
 
-def sweep(functions, threads=(32, 64, 96, 128, 192, 256, 384, 512, 640, 768, 1024),
-          dynamic_shared=(0, 1000, 4096, 12288, 24576, 40000, 49152, 65536, 100000, 150000, 200000)) -> list[OccupancyCase]:
+def sweep(functions: Iterable[tuple[str | CompileUnit, str]], threads: Iterable[int] = (32, 64, 96, 128, 192, 256, 384, 512, 640, 768, 1024),
+          dynamic_shared: Iterable[int] = (0, 1000, 4096, 12288, 24576, 40000, 49152, 65536, 100000, 150000, 200000)
+          ) -> list[OccupancyCase]:
     """:func:`compare` over every ``(source, function)`` × block size × dynamic shared memory that the
     function and the device allow (block sizes up to the function's maximum, shared memory up to the opt-in limit)."""
     spec = device.current()

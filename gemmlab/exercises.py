@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable
+from typing import Any, Callable, Collection, Iterable, Sequence, SupportsInt
 
 import numpy as np
 
@@ -52,7 +52,7 @@ class ExerciseError(ValueError):
 
 # ---------------------------------------------------------------- arguments (no GPU needed)
 
-def _positive_triple(what: str, value) -> tuple[int, int, int]:
+def _positive_triple(what: str, value: Iterable[SupportsInt]) -> tuple[int, int, int]:
     """``value`` as three positive ints, or an :class:`ExerciseError` that names ``what``."""
     try:
         items = list(value)
@@ -77,8 +77,10 @@ def check_source(source: str, function: str) -> None:
         raise ExerciseError(f'{function} must be declared extern "C", so that PyCUDA finds it by its plain name.')
 
 
-def check_arguments(source: str, function: str, block, grid: Callable, sizes=SIZES, *, faster_than: str | None = None,
-                    at=AT, blocks_per_sm: int | None = None, precision: str = "FP32") -> None:
+def check_arguments(source: str, function: str, block: tuple[int, int, int],
+                    grid: Callable[[int, int], tuple[int, int, int]], sizes: Iterable[tuple[int, int, int]] = SIZES, *,
+                    faster_than: str | None = None, at: tuple[int, int, int] = AT, blocks_per_sm: int | None = None,
+                    precision: str = "FP32") -> None:
     """Every argument of :func:`check_kernel` that can be checked without a GPU; raises :class:`ExerciseError`."""
     check_source(source, function)
     block = _positive_triple("block", block)
@@ -117,7 +119,13 @@ def compile_error(stderr: str) -> str:
         last = lines[-1] if lines else "no message"
         return f"nvcc could not compile the kernel: {last.rstrip('.')}."
     m = _NVCC_ERROR.search(errors[0])
-    first = f"line {m[1]}: {m[2]}" if m else "{}: {}".format(*_TOOL_ERROR.search(errors[0]).groups())
+    tool = _TOOL_ERROR.search(errors[0])
+    if m:
+        first = f"line {m[1]}: {m[2]}"
+    elif tool:
+        first = "{}: {}".format(*tool.groups())
+    else:                               # cannot be: every line of errors matches one of the two patterns
+        raise AssertionError(f"neither nvcc's nor a tool's error pattern matches {errors[0]!r}")
     more = len(errors) - 1
     return f"nvcc could not compile the kernel: {first.rstrip('.')}" + (f" (and {more} more error{'s' if more > 1 else ''})." if more else ".")
 
@@ -140,7 +148,7 @@ def resources(source: str, function: str, arch: str | None = None) -> compiler.P
     return found[0]
 
 
-def _compile(source: str, function: str):
+def _compile(source: str, function: str) -> Any:     # a pycuda.driver.Function (PyCUDA has no type information)
     """The PyCUDA function ``function`` of ``source``, compiled for this GPU (:func:`gemmlab.compiler.build`)."""
     drv = gpu.cuda()
     try:
@@ -159,11 +167,14 @@ def _operands(A: np.ndarray, B: np.ndarray, precision: str) -> tuple[np.ndarray,
     return (A, B) if precision == "FP32" else tensor_gemm.device_operands(A, B, precision)
 
 
-def _launch(kernel, block, grid, a, b, c, M: int, N: int, K: int) -> None:
+# The kernel is a pycuda.driver.Function and a, b, c are GPUArrays: Any, as PyCUDA has no type information.
+def _launch(kernel: Any, block: Sequence[int], grid: Sequence[int], a: Any, b: Any, c: Any, M: int, N: int,
+            K: int) -> None:
     kernel(a.gpudata, b.gpudata, c.gpudata, np.int32(M), np.int32(N), np.int32(K), block=tuple(block), grid=tuple(grid))
 
 
-def launch_once(source: str, function: str, block, grid, M: int, N: int, K: int, precision: str = "FP32") -> None:
+def launch_once(source: str, function: str, block: Sequence[int], grid: Sequence[int], M: int, N: int, K: int,
+                precision: str = "FP32") -> None:
     """Compile ``source`` and run ``function`` once at M x N x K on random operands, with the ``grid``
     given as a tuple: the program Nsight Compute profiles for ``conflict_free``, in a child process."""
     from pycuda import gpuarray
@@ -177,7 +188,9 @@ def launch_once(source: str, function: str, block, grid, M: int, N: int, K: int,
 
 # ---------------------------------------------------------------- the checks
 
-def _correct(kernel, function: str, source: str, block, grid, sizes, say, precision: str = "FP32") -> bool:
+def _correct(kernel: Any, function: str, source: str, block: tuple[int, int, int],
+             grid: Callable[[int, int], tuple[int, int, int]], sizes: Iterable[tuple[int, int, int]],
+             say: Callable[[str], object], precision: str = "FP32") -> bool:
     """One verdict per size; elements the kernel does not write stay NaN and fail."""
     from pycuda import gpuarray
 
@@ -199,7 +212,8 @@ def _correct(kernel, function: str, source: str, block, grid, sizes, say, precis
     return ok
 
 
-def _fits(kernel, function: str, block, blocks_per_sm: int, say) -> bool:
+def _fits(kernel: Any, function: str, block: tuple[int, int, int], blocks_per_sm: int,
+          say: Callable[[str], object]) -> bool:
     """The compiled kernel's registers and shared memory allow ``blocks_per_sm`` blocks per SM, and nothing spilled."""
     spec = device.current()
     threads = math.prod(block)
@@ -214,7 +228,8 @@ def _fits(kernel, function: str, block, blocks_per_sm: int, say) -> bool:
     return ok
 
 
-def _faster(kernel, function: str, block, grid, baseline: str, at, say, precision: str = "FP32") -> bool:
+def _faster(kernel: Any, function: str, block: tuple[int, int, int], grid: Callable[[int, int], tuple[int, int, int]],
+            baseline: str, at: tuple[int, int, int], say: Callable[[str], object], precision: str = "FP32") -> bool:
     """Time the kernel and the course kernel ``baseline`` on the same device buffers; the kernel must also be
     right at that size, and faster."""
     from pycuda import gpuarray
@@ -230,10 +245,10 @@ def _faster(kernel, function: str, block, grid, baseline: str, at, say, precisio
     c_yours, c_base = gpuarray.empty((M, N), np.float32), gpuarray.empty((M, N), np.float32)
     yours = kernel.prepare("PPPiii")
 
-    def run_yours():     # the launch path of gemmlab.gemm.GemmKernel.launch, which runs the baseline
+    def run_yours() -> None:     # the launch path of gemmlab.gemm.GemmKernel.launch, which runs the baseline
         yours.prepared_call(g, tuple(block), int(a.gpudata), int(b.gpudata), int(c_yours.gpudata), M, N, K)
 
-    def run_base():
+    def run_base() -> None:
         base.launch(a.gpudata, b.gpudata, c_base.gpudata, M, N, K)
 
     run_yours()
@@ -250,7 +265,9 @@ def _faster(kernel, function: str, block, grid, baseline: str, at, say, precisio
     return ok
 
 
-def _conflict_free(source: str, function: str, block, grid, say, at=CONFLICTS_AT, precision: str = "FP32") -> bool:
+def _conflict_free(source: str, function: str, block: tuple[int, int, int],
+                   grid: Callable[[int, int], tuple[int, int, int]], say: Callable[[str], object],
+                   at: tuple[int, int, int] = CONFLICTS_AT, precision: str = "FP32") -> bool:
     """Nsight Compute's bank conflicts per shared load and store, in a child process; True where ncu cannot run."""
     M, N, K = at
     code = (f"from gemmlab import exercises; exercises.launch_once({source!r}, {function!r}, {tuple(block)!r}, "
@@ -269,9 +286,9 @@ def _conflict_free(source: str, function: str, block, grid, say, at=CONFLICTS_AT
 
 
 def check_kernel(source: str, function: str, block: tuple[int, int, int],
-                 grid: Callable[[int, int], tuple[int, int, int]], sizes=SIZES, quiet: bool = False, *,
-                 faster_than: str | None = None, at=AT, conflict_free: bool = False,
-                 blocks_per_sm: int | None = None, precision: str = "FP32") -> bool:
+                 grid: Callable[[int, int], tuple[int, int, int]], sizes: Collection[tuple[int, int, int]] = SIZES,
+                 quiet: bool = False, *, faster_than: str | None = None, at: tuple[int, int, int] = AT,
+                 conflict_free: bool = False, blocks_per_sm: int | None = None, precision: str = "FP32") -> bool:
     """Compile ``source``, launch ``function(A, B, C, M, N, K)`` with ``block`` and ``grid(M, N)`` at
     each (M, N, K) of ``sizes`` and print one verdict per size; then the checks asked for (see the
     module's description): ``blocks_per_sm``, ``faster_than`` (at ``at``), ``conflict_free``; with
@@ -301,7 +318,8 @@ def check_kernel(source: str, function: str, block: tuple[int, int, int],
 
 # ---------------------------------------------------------------- chapter 9's models (no GPU needed)
 
-def _check_function(fn: Callable[[int], int], model: Callable[[int], int], inputs, what: str, quiet: bool) -> bool:
+def _check_function(fn: Callable[[int], int], model: Callable[[int], int], inputs: Sequence[int], what: str,
+                    quiet: bool) -> bool:
     """Compare ``fn`` with ``model`` on every input; print one verdict naming the first difference."""
     if not callable(fn):
         raise ExerciseError(f"give a function that takes an int and returns an int, got {type(fn).__name__}")

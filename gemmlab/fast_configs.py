@@ -15,6 +15,7 @@ that nvcc agrees). Pure Python: no GPU, no compiler.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from . import limits
 
@@ -262,15 +263,15 @@ def config(function: str) -> FastConfig:
     raise KeyError(f"{function!r} is not an entry point of {SOURCE}; the configurations are in gemmlab.fast_configs.CONFIGS")
 
 
-def check_unique(names) -> None:
+def check_unique(names: Iterable[str]) -> None:
     """Refuse configurations whose entry points would share a name (here and in chapter 8's)."""
-    names = list(names)
-    duplicated = sorted({n for n in names if names.count(n) > 1})
+    listed = list(names)
+    duplicated = sorted({n for n in listed if listed.count(n) > 1})
     if duplicated:
         raise ValueError(f"two configurations compile to the same entry point: {', '.join(duplicated)}")
 
 
-def entry_points(configs=CONFIGS) -> str:
+def entry_points(configs: Iterable[FastConfig] = CONFIGS) -> str:
     """The C++ appended to ``07_fast.cu``: one entry point per configuration."""
     check_unique(c.function for c in configs)
     return "\n".join(c.entry_point() for c in configs)

@@ -12,10 +12,17 @@ themselves.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from . import banks, models
+
+if TYPE_CHECKING:       # matplotlib is imported by the functions that draw, not when the module is
+    from matplotlib.figure import Figure
+    from matplotlib.typing import ColorType, RcKeyType
+
+    from .occupancy import Occupancy
 
 CONTENT_WIDTH_PX = 750
 """The width of the book's content column on a desktop, in pixels (a cell's output is 757 px wide at 1366 px)."""
@@ -44,7 +51,7 @@ MUTED = "#595959"
 """The colour of secondary text (reference lines, notes), with a contrast of 7 against white."""
 
 
-def style() -> dict:
+def style() -> dict[RcKeyType, Any]:
     """The course's matplotlib settings (rcParams)."""
     from cycler import cycler
 
@@ -55,20 +62,21 @@ def style() -> dict:
             "text.color": "#1a1a1a", "axes.labelcolor": "#1a1a1a", "xtick.color": "#1a1a1a", "ytick.color": "#1a1a1a"}
 
 
-def new(nrows: int = 1, ncols: int = 1, height: float = 4.2, **kwargs):
+def new(nrows: int = 1, ncols: int = 1, height: float = 4.2, **kwargs: Any) -> tuple[Figure, Any]:
     """A figure in the course style, as wide as the content column: ``(fig, axes)`` as from
     ``plt.subplots``. The style stays set, so labels added afterwards get it too."""
     import matplotlib.pyplot as plt
 
     plt.rcParams.update(style())
+    # The axes as plt.subplots gives them: one Axes, or an array of them (several, or squeeze=False).
     return plt.subplots(nrows, ncols, figsize=(WIDTH, height), layout="constrained", **kwargs)
 
 
-def contrast_ratio(foreground, background="white") -> float:
+def contrast_ratio(foreground: ColorType, background: ColorType = "white") -> float:
     """The WCAG contrast ratio of two colours (1 to 21; text needs 4.5 or more)."""
     from matplotlib.colors import to_rgb
 
-    def luminance(color):
+    def luminance(color: ColorType) -> float:
         channels = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
         return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
 
@@ -78,7 +86,7 @@ def contrast_ratio(foreground, background="white") -> float:
 
 def roofline(peak_flops: float, peak_bandwidth: float, *, measured_flops: float | None = None,
              measured_bandwidth: float | None = None, kernels: dict[str, float] | None = None,
-             achieved: dict[str, tuple[float, float]] | None = None, title: str = "Roofline"):
+             achieved: dict[str, tuple[float, float]] | None = None, title: str = "Roofline") -> Figure:
     """Log-log roofline: attainable TFLOP/s against arithmetic intensity (FLOP/byte).
 
     Draws the roof derived from the device's attributes, the measured one if given, a marker on
@@ -120,7 +128,8 @@ def roofline(peak_flops: float, peak_bandwidth: float, *, measured_flops: float 
     return fig
 
 
-def bandwidth_sweep(sizes_bytes, bandwidths, l2_bytes: int, peak_bandwidth: float, title: str):
+def bandwidth_sweep(sizes_bytes: np.typing.ArrayLike, bandwidths: np.typing.ArrayLike, l2_bytes: int,
+                    peak_bandwidth: float, title: str) -> Figure:
     """Copy bandwidth against buffer size (per buffer, of the two a copy uses), with the DRAM peak and
     the size at which the pair fills the L2 (half the L2 per buffer) marked."""
     fig, ax = new(height=4.6)
@@ -137,7 +146,7 @@ def bandwidth_sweep(sizes_bytes, bandwidths, l2_bytes: int, peak_bandwidth: floa
     return fig
 
 
-def thread_map(M: int, N: int, T: int = 32, highlight: tuple[int, int] | None = None, title: str = ""):
+def thread_map(M: int, N: int, T: int = 32, highlight: tuple[int, int] | None = None, title: str = "") -> Figure:
     """C (M×N) divided among T×T thread blocks: each block's elements in its own colour, the idle
     threads of the edge blocks hatched, and one element's block, thread, row of A and column of B."""
     from matplotlib.patches import Rectangle
@@ -176,12 +185,12 @@ def thread_map(M: int, N: int, T: int = 32, highlight: tuple[int, int] | None = 
 def spread(targets: list[float], gap: float) -> list[float]:
     """Positions for labels that belong at ``targets``: as close to them as possible (least squares), in the
     same order, and at least ``gap`` apart. Labels that would overlap form a run, centred on its targets."""
-    runs = []                                           # [indices from the lowest target up, first position]
+    runs: list[tuple[list[int], float]] = []            # (indices from the lowest target up, first position)
     for i in sorted(range(len(targets)), key=lambda i: targets[i]):
-        runs.append([[i], targets[i]])
+        runs.append(([i], targets[i]))
         while len(runs) > 1 and runs[-2][1] + len(runs[-2][0]) * gap > runs[-1][1]:
             merged = runs[-2][0] + runs[-1][0]
-            runs[-2:] = [[merged, sum(targets[j] - k * gap for k, j in enumerate(merged)) / len(merged)]]
+            runs[-2:] = [(merged, sum(targets[j] - k * gap for k, j in enumerate(merged)) / len(merged))]
     out = [0.0] * len(targets)
     for members, first in runs:
         for k, j in enumerate(members):
@@ -189,8 +198,8 @@ def spread(targets: list[float], gap: float) -> list[float]:
     return out
 
 
-def speed_sweep(sizes, series: dict[str, list[float]], title: str, ylabel: str = "TFLOP/s",
-                hline: tuple[str, float] | None = None):
+def speed_sweep(sizes: Sequence[int], series: dict[str, list[float]], title: str, ylabel: str = "TFLOP/s",
+                hline: tuple[str, float] | None = None) -> Figure:
     """One line per kernel: a measured rate (already in display units) against the matrix size; each
     line has its own marker shape and its name at its right end, moved up or down where names would overlap."""
     fig, ax = new(height=4.6)
@@ -216,7 +225,7 @@ def speed_sweep(sizes, series: dict[str, list[float]], title: str, ylabel: str =
 
 
 def speed_bars(speeds: dict[str, float], reference: tuple[str, float] | None, title: str = "",
-               xlabel: str = "TFLOP/s (FP32)"):
+               xlabel: str = "TFLOP/s (FP32)") -> Figure:
     """One horizontal bar per kernel (TFLOP/s, in the order given), each labelled with its share of
     ``reference`` = (name, TFLOP/s), which is drawn as a dashed line; with no reference (no cuBLAS
     on this machine), the bars alone."""
@@ -240,11 +249,11 @@ def speed_bars(speeds: dict[str, float], reference: tuple[str, float] | None, ti
     return fig
 
 
-def _size_label(size: tuple) -> str:
+def _size_label(size: tuple[int, ...]) -> str:
     return "×".join(map(str, size)) if len(set(size)) > 1 else f"{size[0]}³"
 
 
-def ladder(data: dict, title: str = "", precision: str = "FP32"):
+def ladder(data: Mapping[str, Any], title: str = "", precision: str = "FP32") -> Figure:
     """The ladder (``bench.to_json``'s dict) in one input format: one row per kernel, one marker per size, at
     the kernel's share of cuBLAS (same format) measured in the same run (its TFLOP/s where there is no
     cuBLAS). Sizes differ in marker shape and colour; the legend gives cuBLAS's own rate at each size."""
@@ -274,7 +283,7 @@ def ladder(data: dict, title: str = "", precision: str = "FP32"):
     return fig
 
 
-def bank_maps(accesses: dict, title: str = ""):
+def bank_maps(accesses: Mapping[str, tuple[Sequence[int], int]], title: str = "") -> Figure:
     """One panel per access, two across: which bank each lane's words fall in. ``accesses`` maps a label
     to ``(byte_addresses, access_bytes)`` for the 32 lanes of one warp; a cell (lane, bank) is coloured
     by which of that bank's distinct words the lane reads (the colour bar: the first, second, ... word;
@@ -307,6 +316,7 @@ def bank_maps(accesses: dict, title: str = ""):
         ax.set_yticks([0, 8, 16, 24, 31])
     for ax in list(axes.flat)[len(accesses):]:
         ax.set_visible(False)
+    assert image is not None            # the loop drew one per access, and there is one (cols = 0 fails above)
     bar = fig.colorbar(image, ax=axes, ticks=[1, 8, 16, 24, 32], shrink=0.85, aspect=30)
     bar.set_label("which distinct word of its bank\n(1 = the first; more = extra passes)")
     if title:
@@ -314,7 +324,7 @@ def bank_maps(accesses: dict, title: str = ""):
     return fig
 
 
-def occupancy_limits(kernels: dict, title: str = ""):
+def occupancy_limits(kernels: Mapping[str, Occupancy], title: str = "") -> Figure:
     """For each kernel (``name: occupancy.Occupancy``), the blocks per SM each resource allows, the
     binding ones drawn solid with a black edge, and the resulting occupancy under the kernel's name."""
     names = list(kernels)
@@ -343,7 +353,7 @@ def occupancy_limits(kernels: dict, title: str = ""):
     return fig
 
 
-def speed_against_occupancy(points: dict[str, list[tuple[float, float]]], title: str, ylabel: str):
+def speed_against_occupancy(points: dict[str, list[tuple[float, float]]], title: str, ylabel: str) -> Figure:
     """One line per kernel: TFLOP/s against theoretical occupancy (``name: [(occupancy 0..1, TFLOP/s)]``)."""
     fig, ax = new(height=4.4)
     for (name, pts), color, marker in zip(points.items(), PALETTE, MARKERS):
@@ -358,7 +368,7 @@ def speed_against_occupancy(points: dict[str, list[tuple[float, float]]], title:
     return fig
 
 
-def warp_sectors(panels: dict, title: str = ""):
+def warp_sectors(panels: Mapping[str, Mapping[str, Sequence[int]]], title: str = "") -> Figure:
     """How one warp's loads fall into 32-byte sectors. ``panels`` maps a label (one mapping of threads)
     to ``{load name: 32 byte addresses}``; for each load, the 32 lanes (top row) are joined to the
     distinct sectors they touch (bottom row, in address order, each labelled with its offset from the
@@ -398,7 +408,7 @@ def warp_sectors(panels: dict, title: str = ""):
     return fig
 
 
-def fragments(shape: str = "m16n8k16", dtype: str = "f16", title: str = ""):
+def fragments(shape: str = "m16n8k16", dtype: str = "f16", title: str = "") -> Figure:
     """Which lane of a warp holds which element of a warp-level ``mma.sync``'s A, B and C (from
     :func:`gemmlab.mma.owners`): each element shows its lane, and its colour says in which of the lane's
     32-bit registers it sits (two 16-bit elements share one). A on top, B and C side by side below."""
@@ -411,7 +421,7 @@ def fragments(shape: str = "m16n8k16", dtype: str = "f16", title: str = ""):
     dims = {op: ins.dims(op) for op in ("A", "B", "C")}
     plt.rcParams.update(style())
     fig = plt.figure(figsize=(WIDTH, 0.3 * (dims["A"][0] + dims["B"][0]) + 2.2), layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[dims["A"][0] + 3, dims["B"][0] + 3])
+    top, bottom = fig.subfigures(2, 1, squeeze=False, height_ratios=[dims["A"][0] + 3, dims["B"][0] + 3])[:, 0]
     axes = {"A": top.subplots(1, 1), **dict(zip(("B", "C"), bottom.subplots(1, 2)))}
     light = ListedColormap(["#dbe7f5", "#f6dcdc", "#dcefe0", "#e9e0f2"])     # registers 0-3; black text 15:1 on each
     for op, ax in axes.items():
@@ -432,7 +442,7 @@ def fragments(shape: str = "m16n8k16", dtype: str = "f16", title: str = ""):
     return fig
 
 
-def swizzle(swizzle: str = "128B", rows: int = 8, title: str = ""):
+def swizzle(swizzle: str = "128B", rows: int = 8, title: str = "") -> Figure:
     """Where the copy engine puts each 16-byte chunk of a tile's rows under ``swizzle`` (from
     :func:`gemmlab.hopper.swizzled_offset`): one row of the figure per row of the tile, one column per 16-byte
     slot of shared memory; each slot shows, and is coloured by, the chunk of the row that lands there."""

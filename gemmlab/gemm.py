@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, SupportsInt
 
 import numpy as np
 
@@ -25,9 +26,9 @@ class DeviceProblem:
     M: int
     N: int
     K: int
-    a: object
-    b: object
-    c: object
+    a: Any              # pycuda.gpuarray.GPUArray (PyCUDA has no type information)
+    b: Any
+    c: Any
     extra_shared: int = 0
 
     def launch(self) -> None:
@@ -68,7 +69,7 @@ class GemmKernel:
     def grid(self, M: int, N: int) -> tuple[int, int, int]:
         return (-(-N // self.tile[1]), -(-M // self.tile[0]), self.split_k)
 
-    def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
+    def check(self, A: np.ndarray, B: np.ndarray, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
         """Every check before a launch (``extra_shared``: unused dynamic shared memory per block, see :meth:`launch`)."""
         M, N, K = checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
         if extra_shared:
@@ -92,11 +93,17 @@ class GemmKernel:
         """What this kernel's result is checked against: A·B of the inputs as the kernel sees them."""
         return verify.Reference(A, B)
 
+    def unavailable_on(self, spec: device.DeviceSpec) -> str | None:
+        """Why this kernel cannot run on ``spec``, in one sentence, or None where it can: None for the FP32 kernels,
+        which every GPU the course supports runs (the tensor-core and Hopper kernels say otherwise)."""
+        return None
+
     def resources(self) -> compiler.Resources:
         """Registers, shared and local memory the compiler gave this kernel on this GPU."""
         return self.compiled().resources(self.function)
 
-    def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
+    def launch(self, a_ptr: SupportsInt, b_ptr: SupportsInt, c_ptr: SupportsInt, M: int, N: int, K: int,
+               extra_shared: int = 0) -> None:
         """Enqueue the kernel on device buffers (no checks, no copies: for timing loops).
 
         ``extra_shared`` bytes of dynamic shared memory are requested and left unused: chapter 5

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import shutil
+from typing import Any
 
 COLAB_HINT = "on Colab, choose Runtime > Change runtime type > T4 GPU and run the setup cell again"
 
@@ -23,7 +24,7 @@ class DriverError(RuntimeError):
 
 
 @functools.cache
-def libcuda():
+def libcuda() -> ctypes.CDLL:
     """The CUDA driver library, for the few calls PyCUDA has no binding for (occupancy, tensor maps)."""
     for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
         try:
@@ -40,17 +41,17 @@ def driver_error_text(status: int) -> str:
     return (text.value or b"error %d" % status).decode()
 
 
-def driver_call(fn_name: str, *args) -> None:
+def driver_call(fn_name: str, *args: object) -> None:
     """Call ``fn_name`` of :func:`libcuda`; a status other than success raises :class:`DriverError`."""
     status = getattr(libcuda(), fn_name)(*args)
     if status != 0:
         raise DriverError(f"{fn_name} failed: {driver_error_text(status)}")
 
 
-_driver = None
+_driver: Any = None     # pycuda.driver once found (PyCUDA has no type information)
 
 
-def cuda():
+def cuda() -> Any:
     """Return ``pycuda.driver`` with the primary context of device 0 current.
 
     Raises :class:`GPUUnavailable` with a one-sentence reason when PyCUDA, the driver

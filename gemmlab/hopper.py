@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 SWIZZLES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 """The swizzle modes of TMA and ``wgmma``, by name, with the width in bytes each one permutes (0: none)."""
 SWIZZLE_ATOM_BYTES = 1024
@@ -185,13 +187,12 @@ def unpack_descriptor(desc: int) -> dict:
             "swizzle": names[desc >> 62 & 3]}
 
 
-def box_image(matrix, box_rows: int, box_cols: int, swizzle: str = "128B", x: int = 0, y: int = 0):
+def box_image(matrix: np.ndarray, box_rows: int, box_cols: int, swizzle: str = "128B", x: int = 0,
+              y: int = 0) -> np.ndarray:
     """What the copy engine writes into shared memory for the ``box_rows`` x ``box_cols`` box whose first element
     is column ``x``, row ``y`` of the row-major ``matrix`` (any NumPy dtype): the box's rows packed one after the
     other, elements outside the matrix as zeros, every 16-byte chunk moved by :func:`swizzled_offset`. Bytes
     (``uint8``), the model that ``kernels/09_hopper.cu`` is checked against."""
-    import numpy as np
-
     M = np.asarray(matrix)
     rows, cols = M.shape
     box = np.zeros((box_rows, box_cols), M.dtype)

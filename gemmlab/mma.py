@@ -33,6 +33,7 @@ Which ``(row, col)`` a register element "is" has a meaning only through the prod
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 import numpy as np
 
@@ -184,7 +185,7 @@ def owners(shape: str, dtype: str, operand: str) -> list[list[tuple[int, int]]]:
     return grid
 
 
-def lane_values(matrix, shape: str, dtype: str, operand: str) -> np.ndarray:
+def lane_values(matrix: np.typing.ArrayLike, shape: str, dtype: str, operand: str) -> np.ndarray:
     """What each lane holds of ``matrix`` (the operand as a rows x cols array): ``[lane][element]``."""
     ins = instruction(shape, dtype)
     X = np.asarray(matrix)
@@ -194,7 +195,7 @@ def lane_values(matrix, shape: str, dtype: str, operand: str) -> np.ndarray:
     return X[index[..., 0], index[..., 1]]
 
 
-def from_lanes(values, shape: str, dtype: str, operand: str) -> np.ndarray:
+def from_lanes(values: np.typing.ArrayLike, shape: str, dtype: str, operand: str) -> np.ndarray:
     """The operand as a matrix, from what each lane holds (``[lane][element]``): :func:`lane_values` undone."""
     ins = instruction(shape, dtype)
     V = np.asarray(values)
@@ -210,7 +211,7 @@ def from_lanes(values, shape: str, dtype: str, operand: str) -> np.ndarray:
 # Register contents
 
 
-def to_bf16_bits(x) -> np.ndarray:
+def to_bf16_bits(x: np.typing.ArrayLike) -> np.ndarray:
     """FP32 to BF16, rounded to nearest even (a NaN stays a NaN), as uint16 bit patterns: NumPy has no
     bfloat16 type."""
     x = np.ascontiguousarray(x, np.float32)
@@ -219,7 +220,7 @@ def to_bf16_bits(x) -> np.ndarray:
     return np.where(np.isnan(x), ((bits >> 16) | 0x40).astype(np.uint16), rounded)
 
 
-def to_tf32(x) -> np.ndarray:
+def to_tf32(x: np.typing.ArrayLike) -> np.ndarray:
     """FP32 rounded to TF32 (a 10-bit mantissa, FP32's exponent), to nearest even, kept in float32: the
     low 13 bits are zero. A NaN stays a NaN, an infinity infinite; a value that rounds past FP32's largest
     finite one becomes an infinity, as any rounding to nearest would make it."""
@@ -229,7 +230,7 @@ def to_tf32(x) -> np.ndarray:
     return np.where(np.isfinite(x), rounded.view(np.float32), x)
 
 
-def bf16_to_f32(bits) -> np.ndarray:
+def bf16_to_f32(bits: np.typing.ArrayLike) -> np.ndarray:
     """BF16 bit patterns (uint16) as the float32 values they are exactly."""
     return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
 
@@ -240,7 +241,7 @@ def _bits16(values: np.ndarray, element_type: str) -> np.ndarray:
     return to_bf16_bits(values).astype(np.uint32)
 
 
-def pack(values, element_type: str) -> np.ndarray:
+def pack(values: np.typing.ArrayLike, element_type: str) -> np.ndarray:
     """The 32-bit registers that hold ``values`` (``[lane][element]``, as :func:`lane_values` gives
     them): ``uint32[lane][register]``. ``f16``/``bf16``: two elements per register, element 2r in the
     low half; ``tf32``: the FP32 bit pattern rounded to TF32's 10 mantissa bits; ``f32``: the bits."""
@@ -258,7 +259,7 @@ def pack(values, element_type: str) -> np.ndarray:
     raise ValueError(f"element_type must be f16, bf16, tf32 or f32, got {element_type!r}")
 
 
-def unpack(words, element_type: str) -> np.ndarray:
+def unpack(words: np.typing.ArrayLike, element_type: str) -> np.ndarray:
     """:func:`pack` undone: ``float64[lane][element]`` from ``uint32[lane][register]``."""
     W = np.asarray(words, np.uint32)
     if element_type in ("f16", "bf16"):
@@ -301,7 +302,7 @@ def ldmatrix_fragment(num: int, trans: bool = False) -> list[list[tuple[int, int
     return out
 
 
-def _check_origins(origins) -> tuple[tuple[int, int], ...]:
+def _check_origins(origins: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     origins = tuple((int(r), int(c)) for r, c in origins)
     _check_num(len(origins))
     for r, c in origins:
@@ -311,14 +312,14 @@ def _check_origins(origins) -> tuple[tuple[int, int], ...]:
     return origins
 
 
-def ldmatrix_tile_rows(origins) -> list[tuple[int, int]]:
+def ldmatrix_tile_rows(origins: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """For a tile from which ``ldmatrix`` loads ``len(origins)`` 8x8 matrices, matrix *j* with its top-left
     element at tile position ``origins[j]``: the tile (row, col) at which each address-giving lane points."""
     origins = _check_origins(origins)
     return [(origins[j][0] + i, origins[j][1]) for j, i in ldmatrix_address_rows(len(origins))]
 
 
-def ldmatrix_tile_fragment(origins, trans: bool = False) -> list[list[tuple[int, int]]]:
+def ldmatrix_tile_fragment(origins: Iterable[tuple[int, int]], trans: bool = False) -> list[list[tuple[int, int]]]:
     """:func:`ldmatrix_fragment` in tile coordinates: matrix *j*'s element (r, c) is tile element
     ``(origins[j][0] + r, origins[j][1] + c)``; ``[lane][element]`` -> (row, col) of the tile."""
     origins = _check_origins(origins)
@@ -379,7 +380,7 @@ def tile_offset(row: int, col: int, row_bytes: int, swizzle: bool = False) -> in
     return row * row_bytes + chunk * CHUNK_BYTES + within
 
 
-def shared_image(tile, row_bytes: int, swizzle: bool = False) -> np.ndarray:
+def shared_image(tile: np.typing.ArrayLike, row_bytes: int, swizzle: bool = False) -> np.ndarray:
     """The tile (rows x cols of 16-bit values) as shared memory holds it: ``uint16[rows * row_bytes // 2]``,
     each element at :func:`tile_offset` (unused bytes of a padded row are zero)."""
     T = np.asarray(tile)
@@ -391,13 +392,14 @@ def shared_image(tile, row_bytes: int, swizzle: bool = False) -> np.ndarray:
     return image
 
 
-def ldmatrix_addresses(origins, row_bytes: int, swizzle: bool = False, base: int = 0) -> list[int]:
+def ldmatrix_addresses(origins: Iterable[tuple[int, int]], row_bytes: int, swizzle: bool = False,
+                       base: int = 0) -> list[int]:
     """The byte addresses the address-giving lanes pass to ``ldmatrix`` (lane order, 8 per matrix): the
     start of each matrix row in a tile at ``base`` stored by :func:`tile_offset`."""
     return [base + tile_offset(r, c, row_bytes, swizzle) for r, c in ldmatrix_tile_rows(origins)]
 
 
-def ldmatrix_access(origins, row_bytes: int, swizzle: bool = False) -> banks.BankAccess:
+def ldmatrix_access(origins: Iterable[tuple[int, int]], row_bytes: int, swizzle: bool = False) -> banks.BankAccess:
     """The bank model's cost of that ``ldmatrix``: eight 16-byte rows per matrix, one matrix per group of
     8 lanes, so the ideal is one wavefront per matrix and each extra one is a bank conflict."""
     return banks.bank_access(ldmatrix_addresses(origins, row_bytes, swizzle), CHUNK_BYTES)

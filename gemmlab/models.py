@@ -11,6 +11,10 @@ memory), before the hardware merges or caches anything.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:       # NumPy is imported in the functions that use it, not when the module is
+    import numpy as np
 
 FLOAT_BYTES = 4
 
@@ -103,10 +107,11 @@ def tiled_shared_bytes(T: int) -> int:
     return 2 * T * T * FLOAT_BYTES
 
 
-def roofline(intensity, peak_flops: float, peak_bandwidth: float):
+def roofline(intensity: np.typing.ArrayLike, peak_flops: float, peak_bandwidth: float) -> np.ndarray | float:
     """Attainable FLOP/s at an arithmetic intensity: min(peak compute, intensity × bandwidth)."""
     import numpy as np
 
+    # An array for an array of intensities; for one intensity a NumPy scalar, which is a float.
     return np.minimum(peak_flops, np.asarray(intensity, dtype=float) * peak_bandwidth)
 
 
@@ -209,7 +214,7 @@ def thread_traffic(kernel: str, M: int, N: int, K: int) -> Traffic:
     raise ValueError(f"no traffic model for kernel {kernel!r}")
 
 
-def early_return_affected(M: int, N: int, T: int = 32):
+def early_return_affected(M: int, N: int, T: int = 32) -> np.ndarray:
     """Which elements of C the early-return tiled kernel (chapter 3) can get wrong: a boolean M×N mask.
 
     In a block on the right edge (when T does not divide N) the threads whose column lies outside C

@@ -13,6 +13,7 @@ import csv
 import io
 import sys
 from dataclasses import dataclass
+from typing import Callable
 
 from . import banks, models, registry, watchdog
 
@@ -118,7 +119,9 @@ def profile_program(args: list[str], function: str, metrics: dict[str, str], tim
     reason = unavailable_reason()
     if reason:
         raise CountersUnavailable(reason)
-    cmd = [find_ncu(), "--clock-control", "none", "--metrics", ",".join(metrics.values()),
+    ncu = find_ncu()
+    assert ncu is not None                 # unavailable_reason() said it is there
+    cmd = [ncu, "--clock-control", "none", "--metrics", ",".join(metrics.values()),
            "--kernel-name", function, "--launch-count", "1", "--page", "raw", "--csv", "--print-units", "base",
            sys.executable, *args]
     run = watchdog.run_command(cmd, timeout_s)
@@ -175,7 +178,7 @@ def shared_rows(c: Counters, model: banks.SharedTraffic) -> list[tuple[str, str,
     ]
 
 
-def comparison(cs: list[Counters], rows_of=traffic_rows) -> tuple[list[str], list[tuple]]:
+def comparison(cs: list[Counters], rows_of: Callable[[Counters], list[tuple]] = traffic_rows) -> tuple[list[str], list[tuple]]:
     """Several profiled launches side by side: headers and rows of (quantity, model | measured per launch).
     ``rows_of(counters)`` gives one launch's (quantity, model, measured) rows."""
     headers = ["quantity"] + [f"{c.kernel} {h}" for c in cs for h in ("model", "measured")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .limits import MAX_REGISTERS_PER_THREAD
+from .limits import MAX_REGISTERS_PER_THREAD, DeviceSpec
 from .models import ceil_div
 
 REGISTER_ALLOCATION_UNIT = 256      # registers are given to a warp in chunks of 256 (8 per thread)
@@ -35,8 +35,8 @@ class Occupancy:
         return [name for name, n in self.limits.items() if n == self.blocks_per_sm]
 
 
-def calculate(spec, threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int = 0) -> Occupancy:
-    """Active blocks and warps per SM for a kernel on a device (``spec``: a :class:`gemmlab.device.DeviceSpec`).
+def calculate(spec: DeviceSpec, threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int = 0) -> Occupancy:
+    """Active blocks and warps per SM for a kernel on a device (``spec``: a :class:`~gemmlab.limits.DeviceSpec`).
 
     Each resource allows some number of blocks: threads (max threads per SM), the hardware's block
     slots, registers and shared memory; the smallest number wins. Registers are allocated per warp

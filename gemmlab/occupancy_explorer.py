@@ -45,7 +45,8 @@ _instances = 0
 class OccupancyCalculator:
     """Displays as the interactive calculator (``text/html``) in Jupyter, Colab and the book."""
 
-    def __init__(self, spec=None, threads=256, registers=64, shared=0):
+    def __init__(self, spec: device.DeviceSpec | None = None, threads: int = 256, registers: int = 64,
+                 shared: int = 0) -> None:
         global _instances
         self.payload = data(spec, threads, registers, shared)
         _instances += 1

@@ -12,10 +12,12 @@ from the float64 product of the FP32 inputs, in units of ``|A|·|B|`` (so 1e-7 i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from . import bench, gpu, models, registry, timing, verify
+from .gemm import GemmKernel
 from .mma import to_bf16_bits
 
 # cublasComputeType_t and cudaDataType_t values (cublas_api.h, library_types.h).
@@ -47,7 +49,7 @@ class PrecisionResult:
         return models.gemm_flops(self.M, self.N, self.K) / self.seconds / 1e12 if self.seconds else None
 
 
-def _device_inputs(cp, X: np.ndarray, dtype: int):
+def _device_inputs(cp: Any, X: np.ndarray, dtype: int) -> Any:     # CuPy and its arrays (CuPy has no type information)
     if dtype == R_32F:
         return cp.asarray(X)
     if dtype == R_16F:
@@ -60,13 +62,13 @@ def relative_error(C: np.ndarray, exact: np.ndarray, scale: np.ndarray) -> float
     return float(np.max(np.abs(C - exact) / np.maximum(scale, np.finfo(np.float64).tiny)))
 
 
-def _check_precisions(precisions) -> None:
+def _check_precisions(precisions: Iterable[str]) -> None:
     unknown = sorted(set(precisions) - set(PRECISIONS))
     if unknown:
         raise ValueError(f"unknown precision {', '.join(unknown)}; choose from {', '.join(PRECISIONS)}")
 
 
-def _cublas_call(cp, A: np.ndarray, B: np.ndarray, precision: str):
+def _cublas_call(cp: Any, A: np.ndarray, B: np.ndarray, precision: str) -> tuple[Callable[[], None], Any]:
     """``(run, c)``: a call of ``cublasGemmEx`` computing C = A·B in ``precision`` into the device array c."""
     from cupy.cuda import cublas
 
@@ -78,13 +80,14 @@ def _cublas_call(cp, A: np.ndarray, B: np.ndarray, precision: str):
     one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
     handle = cp.cuda.device.get_cublas_handle()
 
-    def run():   # row-major C = A·B is column-major C^T = B^T·A^T: cuBLAS gets B first
+    def run() -> None:   # row-major C = A·B is column-major C^T = B^T·A^T: cuBLAS gets B first
         cublas.gemmEx(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, N, M, K, one.ctypes.data, b.data.ptr, dtype, N,
                       a.data.ptr, dtype, K, zero.ctypes.data, c.data.ptr, R_32F, N, compute, GEMM_DEFAULT)
     return run, c
 
 
-def measure(M: int, N: int, K: int, precisions=tuple(PRECISIONS), repeat: int = 5, seed: int = 0) -> list[PrecisionResult] | None:
+def measure(M: int, N: int, K: int, precisions: Collection[str] = tuple(PRECISIONS), repeat: int = 5,
+            seed: int = 0) -> list[PrecisionResult] | None:
     """Each precision's cuBLAS time and error at M x N x K, on one pair of random FP32 operands; None
     without CuPy (:data:`gemmlab.bench.NO_CUBLAS` printed once)."""
     _check_precisions(precisions)
@@ -147,8 +150,8 @@ def time_cublas(A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
     return None if p is None else p.timed(repeat)
 
 
-def compare(kernels: dict, A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
-            say=print) -> tuple[dict[str, bench.GemmResult], bench.GemmResult | None]:
+def compare(kernels: Mapping[str, GemmKernel], A: np.ndarray, B: np.ndarray, precision: str, repeat: int = 5,
+            say: Callable[[str], object] = print) -> tuple[dict[str, bench.GemmResult], bench.GemmResult | None]:
     """Tensor-core ``kernels`` (chapters 8 and 9, ``{name: kernel}``, all of ``precision``) and cuBLAS in the same format on the
     same operands, in one run, each checked against one reference (A·B of the rounded inputs) and timed:
     ``({name: result}, cuBLAS result or None)``. A kernel that cannot run on this GPU is left out, and ``say``
@@ -169,8 +172,9 @@ def compare(kernels: dict, A: np.ndarray, B: np.ndarray, precision: str, repeat:
     return out, time_cublas(A, B, precision, repeat, ref)
 
 
-def ladder(sizes=bench.DEFAULT_SIZES, precision: str = "FP16", names=None, repeat: int = 5, log=print,
-           progress=None, interleave: bool = False) -> list[bench.GemmResult]:
+def ladder(sizes: Iterable[Sequence[int]] = bench.DEFAULT_SIZES, precision: str = "FP16",
+           names: Iterable[str] | None = None, repeat: int = 5, log: Callable[[str], object] = print,
+           progress: Callable[[str], object] | None = None, interleave: bool = False) -> list[bench.GemmResult]:
     """Chapters 8 and 9's kernels for one input format (:func:`gemmlab.registry.by_precision`, or those named;
     those this GPU cannot run left out) and cuBLAS in the same format at each (M, N, K), checked against A·B of the
     rounded inputs, then timed, each on its own or, with ``interleave``, against each other: :func:`gemmlab.bench.ladder`

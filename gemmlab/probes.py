@@ -7,6 +7,8 @@ Each function checks its arguments (:mod:`gemmlab.checks`) before it launches an
 
 from __future__ import annotations
 
+from typing import Any, Callable, Iterable, SupportsInt
+
 import numpy as np
 
 from . import compiler, device, gpu, mma, timing
@@ -64,13 +66,14 @@ def hello_ids(blocks: int, threads: int) -> np.ndarray:
     return out
 
 
-def _check_copy(src, dst, threads, spec) -> None:
+# The copy and FMA probes take pycuda.gpuarray.GPUArray buffers: Any, as PyCUDA has no type information.
+def _check_copy(src: Any, dst: Any, threads: int, spec: device.DeviceSpec) -> None:
     check_block((threads, 1, 1), spec)
     if src.dtype != np.float32 or dst.dtype != np.float32 or src.size != dst.size:
         raise ValueError(f"copy needs two float32 arrays of one size, got {src.dtype}[{src.size}] and {dst.dtype}[{dst.size}]")
 
 
-def copy(src, dst, threads: int = 256) -> None:
+def copy(src: Any, dst: Any, threads: int = 256) -> None:
     """Enqueue ``copy_f32``: ``dst[:] = src`` (float32 GPUArrays of one size), one float4 per thread."""
     spec = device.current()
     _check_copy(src, dst, threads, spec)
@@ -80,7 +83,7 @@ def copy(src, dst, threads: int = 256) -> None:
                                                block=(threads, 1, 1), grid=(blocks, 1, 1))
 
 
-def copy_passes(src, dst, passes: int, threads: int = 256) -> None:
+def copy_passes(src: Any, dst: Any, passes: int, threads: int = 256) -> None:
     """Enqueue ``copy_passes_f32``: the same copy ``passes`` times, by one resident wave of blocks
     that strides over the whole buffer in every pass."""
     spec = device.current()
@@ -91,7 +94,7 @@ def copy_passes(src, dst, passes: int, threads: int = 256) -> None:
                                                       block=(threads, 1, 1), grid=probe_grid(threads, spec, waves=1))
 
 
-def fma(out, iters: int, threads: int = 256) -> None:
+def fma(out: Any, iters: int, threads: int = 256) -> None:
     """Enqueue ``fma_f32``: one thread per element of ``out``, ``iters`` rounds of :data:`~gemmlab.compile_units.FMA_CHAINS` independent FMAs."""
     spec = device.current()
     check_block((threads, 1, 1), spec)
@@ -144,14 +147,15 @@ def _arch_number(arch: str) -> int:
     return 10 * major + minor
 
 
-def _words(name: str, X, shape: tuple[int, int], dtype) -> np.ndarray:
+def _words(name: str, X: np.typing.ArrayLike, shape: tuple[int, int], dtype: np.typing.DTypeLike) -> np.ndarray:
     X = np.ascontiguousarray(X, dtype)
     if X.shape != shape:
         raise ValueError(f"{name} must be {shape[0]} x {shape[1]} (lanes x registers), got shape {X.shape}")
     return X
 
 
-def mma_registers(shape: str, dtype: str, a_words, b_words, c_values) -> np.ndarray:
+def mma_registers(shape: str, dtype: str, a_words: np.typing.ArrayLike, b_words: np.typing.ArrayLike,
+                  c_values: np.typing.ArrayLike) -> np.ndarray:
     """Run one ``mma.sync`` (``kernels/08_mma_probe.cu``, one warp) on raw registers: ``a_words`` and
     ``b_words`` are ``uint32[lane][register]`` as :func:`gemmlab.mma.pack` makes them, ``c_values`` the
     four FP32 accumulators of each lane. Returns the D registers, ``uint32[32][4]`` FP32 bits, or
@@ -167,7 +171,8 @@ def mma_registers(shape: str, dtype: str, a_words, b_words, c_values) -> np.ndar
     return d
 
 
-def mma_product(A, B, C, shape: str = "m16n8k16", dtype: str = "f16") -> np.ndarray:
+def mma_product(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike, shape: str = "m16n8k16",
+                dtype: str = "f16") -> np.ndarray:
     """``D = A·B + C`` by one tensor-core instruction: each lane's registers filled as :mod:`gemmlab.mma` says
     it holds A, B and C, and D read back where the same model says it sits (float32, M x N). With the
     right layout this is the product; with a wrong one, a scrambled matrix."""
@@ -181,7 +186,8 @@ def mma_product(A, B, C, shape: str = "m16n8k16", dtype: str = "f16") -> np.ndar
     return mma.from_lanes(mma.unpack(d, "f32"), shape, dtype, "C").astype(np.float32)
 
 
-def ldmatrix_registers(image, offsets, num: int, trans: bool = False) -> np.ndarray:
+def ldmatrix_registers(image: np.typing.ArrayLike, offsets: Iterable[SupportsInt], num: int,
+                       trans: bool = False) -> np.ndarray:
     """Run one ``ldmatrix.sync.aligned.m8n8.x<num>{.trans}.shared.b16`` in one warp: ``image`` (16-bit values,
     at most :data:`LDMATRIX_IMAGE_BYTES`) is copied to shared memory and lane *l* gives the row address at byte
     ``offsets[l]`` of it (8 * ``num`` offsets, repeated over the other lanes as sm_75 wants, or 32).
@@ -212,7 +218,8 @@ MMA_CEILINGS = {("m16n8k16", "f16"): (8, 0), ("m16n8k16", "bf16"): (8, 0), ("m16
 """The ``mma_ceiling_*`` probes of ``08_mma_probe.cu`` and the compute capability each needs."""
 
 
-def mma_probe(shape: str = "m16n8k16", dtype: str = "f16", iters: int = 4096, threads: int = 256):
+def mma_probe(shape: str = "m16n8k16", dtype: str = "f16", iters: int = 4096,
+              threads: int = 256) -> tuple[Callable[[], object], int] | None:
     """``(launch, flops)`` of the tensor cores' ceiling probe for one ``mma.sync`` form: a function that launches it
     once (every SM filled twice over with warps that each run :data:`gemmlab.compile_units.MMA_CHAINS` independent
     chains of the instruction, ``iters`` times) and the FLOPs that launch does; None where the kernels are compiled
@@ -289,7 +296,7 @@ def steady_state(part: str, iters: int = 4096) -> float | None:
 WGMMA_PROBE = "09_hopper.cu"
 
 
-def wgmma_product(A, Bt) -> np.ndarray:
+def wgmma_product(A: np.typing.ArrayLike, Bt: np.typing.ArrayLike) -> np.ndarray:
     """A (64 x 64) times B (64 x 64, given as its transpose ``Bt``) by one warpgroup's four ``wgmma.mma_async``
     m64n64k16 (``kernels/09_hopper.cu``; BF16 inputs, FP32 sums; sm_90a only): each thread's 32 accumulators
     come back raw and are put where :func:`gemmlab.hopper.wgmma_d_position` says they belong. With the right

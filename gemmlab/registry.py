@@ -16,6 +16,9 @@ GPU tests. Needs no GPU to list; calling a kernel compiles its file on first use
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import SupportsInt, TypeVar, overload
+
+import numpy as np
 
 from . import compile_units, device, fast_configs, occupancy, shapes, tc_configs, tensor_gemm
 from .fast_configs import FastConfig
@@ -58,11 +61,12 @@ class SizeAwareKernel(GemmKernel):
             _CHOSEN[key] = fast_kernel(replace(self.config, SPLITK=self.split(M, N, K)))
         return _CHOSEN[key]
 
-    def on_device(self, A, B, extra_shared: int = 0) -> DeviceProblem:
+    def on_device(self, A: np.ndarray, B: np.ndarray, extra_shared: int = 0) -> DeviceProblem:
         M, N, K = self.check(A, B, device.current(), device.free_memory(), extra_shared)
         return self.for_shape(M, N, K).on_device(A, B, extra_shared)
 
-    def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
+    def launch(self, a_ptr: SupportsInt, b_ptr: SupportsInt, c_ptr: SupportsInt, M: int, N: int, K: int,
+               extra_shared: int = 0) -> None:
         self.for_shape(M, N, K).launch(a_ptr, b_ptr, c_ptr, M, N, K, extra_shared)
 
 
@@ -240,12 +244,28 @@ def known() -> dict[str, GemmKernel]:
     return {**named(), **{c.function: fast_kernel(c) for c in fast_configs.CONFIGS}, **tensor, **configs}
 
 
-def lookup(name: str) -> GemmKernel:
-    """The kernel called ``name`` (see :func:`~gemmlab.registry.known`), or a KeyError listing the names."""
+Kernel = TypeVar("Kernel", bound=GemmKernel)
+
+
+@overload
+def lookup(name: str) -> GemmKernel: ...
+
+
+@overload
+def lookup(name: str, kind: type[Kernel]) -> Kernel: ...
+
+
+def lookup(name: str, kind: type[GemmKernel] = GemmKernel) -> GemmKernel:
+    """The kernel called ``name`` (see :func:`~gemmlab.registry.known`), or a KeyError listing the names. With
+    ``kind``, a kernel of that class (e.g. :class:`~gemmlab.registry.SizeAwareKernel`, to ask it for its split), or a TypeError:
+    a type checker then knows what the caller holds."""
     every = known()
     if name not in every:
         raise KeyError(f"no GEMM kernel named {name!r}; choose from {', '.join(every)}")
-    return every[name]
+    found = every[name]
+    if not isinstance(found, kind):
+        raise TypeError(f"{name} is a {type(found).__name__}, not a {kind.__name__}")
+    return found
 
 
 def correct_kernels() -> list[GemmKernel]:

@@ -12,6 +12,7 @@ that makes the wave model's time shortest, that price included, for grids of les
 from __future__ import annotations
 
 import math
+from typing import Sequence
 from dataclasses import dataclass
 
 SPLITS = (1, 2, 4, 8)
@@ -64,7 +65,7 @@ def relative_time(M: int, N: int, K: int, tile: tuple[int, int], bk: int, blocks
 
 
 def choose_split(M: int, N: int, K: int, tile: tuple[int, int], bk: int, blocks_per_sm: int, sms: int,
-                 splits=SPLITS) -> int:
+                 splits: Sequence[int] = SPLITS) -> int:
     """The smallest split of K with the shortest modelled time. K is split only when the tiles of C do
     not fill one wave (past that, the last wave's idle slots are a small share of the time, and the
     atomic traffic grows with M x N), and only into parts of at least :data:`MIN_K_TILES` K-tiles."""
@@ -74,7 +75,8 @@ def choose_split(M: int, N: int, K: int, tile: tuple[int, int], bk: int, blocks_
     return min(allowed, key=lambda s: (relative_time(M, N, K, tile, bk, blocks_per_sm, sms, s), s))
 
 
-def plan(M: int, N: int, K: int, tile: tuple[int, int], bk: int, blocks_per_sm: int, sms: int, splits=SPLITS) -> list[tuple]:
+def plan(M: int, N: int, K: int, tile: tuple[int, int], bk: int, blocks_per_sm: int, sms: int,
+         splits: Sequence[int] = SPLITS) -> list[tuple[int, int, int, float, int, int, bool]]:
     """One row per split for the chapter's table: split, blocks, waves, fill, K-tiles per part, modelled time, chosen."""
     best = choose_split(M, N, K, tile, bk, blocks_per_sm, sms, splits)
     rows = []

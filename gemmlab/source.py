@@ -7,6 +7,8 @@ carries the file's sha256 so the freshness test notices when the file has change
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Iterable
 
 from . import provenance
 
@@ -14,7 +16,7 @@ from . import provenance
 class KernelSource:
     """Displays as a highlighted CUDA listing (Markdown) in Jupyter, Colab and the book."""
 
-    def __init__(self, path, functions=None):
+    def __init__(self, path: str | Path, functions: Iterable[str] | None = None) -> None:
         self.path = provenance.kernel_path(path)
         self.text = self.path.read_text(encoding="utf-8")
         self.sha = provenance.short_sha(self.text)
@@ -67,6 +69,6 @@ def extract(text: str, name: str) -> str:
     return "\n".join(lines[start:end + 1])
 
 
-def show(path, functions=None) -> KernelSource:
+def show(path: str | Path, functions: Iterable[str] | None = None) -> KernelSource:
     """The source of a kernel file (or of the named functions in it) for display."""
     return KernelSource(path, functions)

@@ -13,6 +13,7 @@ thousands of cases and plays the hand-off under random schedules.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 
 class StreamK:
@@ -73,6 +74,10 @@ def waits_for(walk: StreamK, tile: int, kb: int, ke: int) -> int | None:
     return walk.holder(tile, ke) if ke < walk.k else None
 
 
+# One step of a unit's program, ("raise", None) when it raises its flag or ("wait", unit).
+Event = tuple[str, int | None]
+
+
 def check(tiles: int, k_tiles: int, units: int) -> int:
     """Assert what the kernel relies on for T tiles, k K-tiles, G units; return the most K-tiles a unit computes.
 
@@ -83,9 +88,9 @@ def check(tiles: int, k_tiles: int, units: int) -> int:
     walk = StreamK(tiles, k_tiles, units, 0)
     first_shared = walk.whole // units
     seen = [[0] * k_tiles for _ in range(tiles)]
-    events = []                                          # per unit: ("raise",) and ("wait", unit) in program order
+    events: list[list[Event]] = []                       # per unit: ("raise", None) and ("wait", unit) in program order
     for u, mine in enumerate(portions):
-        ev = []
+        ev: list[Event] = []
         for n, (tile, kb, ke) in enumerate(mine):
             assert 0 <= tile < tiles and 0 <= kb < ke <= k_tiles, (u, tile, kb, ke)
             for kt in range(kb, ke):
@@ -96,14 +101,14 @@ def check(tiles: int, k_tiles: int, units: int) -> int:
                 ev.append(("wait", h))
             if kb > 0:
                 assert n == first_shared, f"unit {u} starts a part inside a tile twice: one flag is not enough"
-                ev.append(("raise",))
+                ev.append(("raise", None))
         events.append(ev)
     assert all(c == 1 for row in seen for c in row), "a (tile, K-tile) computed twice or never"
     assert runs_to_the_end(events), f"a stall at tiles={tiles} k={k_tiles} units={units}"
     return max((sum(ke - kb for _, kb, ke in mine) for mine in portions), default=0)
 
 
-def runs_to_the_end(events: list[list[tuple]]) -> bool:
+def runs_to_the_end(events: Sequence[Sequence[Event]]) -> bool:
     """Whether units that are all resident at once, each going as far as it can, all finish: no cycle of waits."""
     pos, raised = [0] * len(events), set()
     while any(p < len(ev) for p, ev in zip(pos, events)):
@@ -139,7 +144,7 @@ class Balance:
         return 1 - self.shared / self.whole_tiles_only
 
 
-def balance(M: int, N: int, K: int, units: int, BK: int = 64, **tile) -> Balance:
+def balance(M: int, N: int, K: int, units: int, BK: int = 64, **tile: int) -> Balance:
     """The busiest unit's work at one size on ``units`` units (66 clusters on an H200), with and without the split."""
     tiles, k = tiles_of(M, N, **tile), -(-K // BK)
     units = min(units, tiles)

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Iterable, Sequence
 
-def table(rows, headers=None, align=None) -> str:
+
+def table(rows: Iterable[Sequence[object]], headers: Sequence[object] | None = None,
+          align: Sequence[str] | None = None) -> str:
     """Format rows (sequences of cells) as an aligned text table; numbers right-aligned by default."""
-    rows = [[str(c) for c in r] for r in rows]
+    cells = [[str(c) for c in r] for r in rows]
     if headers:
-        rows = [list(map(str, headers))] + rows
-    if not rows:
+        cells = [list(map(str, headers))] + cells
+    if not cells:
         return ""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
     if align is None:
         align = ["<"] + [">"] * (len(widths) - 1)
     lines = []
-    for n, r in enumerate(rows):
+    for n, r in enumerate(cells):
         lines.append("  ".join(f"{c:{a}{w}}" for c, a, w in zip(r, align, widths)).rstrip())
         if headers and n == 0:
             lines.append("  ".join("-" * w for w in widths))

@@ -15,6 +15,7 @@ Pure Python, no GPU.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from . import fast_configs
 
@@ -128,7 +129,7 @@ CONFIGS = (
 """Every configuration compiled into the course's unit (each one compiles without spills on sm_75-sm_90)."""
 
 
-def entry_points(configs=CONFIGS) -> str:
+def entry_points(configs: Iterable[TcConfig] = CONFIGS) -> str:
     """The C++ appended to ``08_tensor_core.cu``: the entry points of every configuration."""
     fast_configs.check_unique(c.function for c in configs)
     return "\n".join(c.entry_points() for c in configs)

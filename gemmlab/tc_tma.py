@@ -12,12 +12,13 @@ so every size takes the one path. On any GPU but a Hopper the kernel says why it
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import SupportsInt
 
 from . import compile_units, hopper, tc_configs, tensor_gemm, tma
 from .tc_configs import TMA_WS, TmaWsConfig
 
 
-def unit():
+def unit() -> compile_units.CompileUnit:
     """The compile unit of the Hopper step: ``08_tensor_core.cu`` with ``TC_TMA_WS`` defined, for sm_90a."""
     return compile_units.arch_unit(tc_configs.SOURCE, TMA_WS.ARCH)
 
@@ -33,7 +34,7 @@ def tensor_maps(config: TmaWsConfig, precision: str, M: int, N: int, K: int) -> 
 
 
 @dataclass(frozen=True)
-class TmaWsKernel(tma.Sm90aOnly, tensor_gemm.TensorGemmKernel):
+class TmaWsKernel(tma.Sm90aOnly):
     """``tc_tma_ws`` as a course kernel: chapter 8's operands, checks and reference, launched through the driver with
     A's and B's tensor maps as ``__grid_constant__`` parameters; elsewhere than on Hopper it says why it cannot run
     (:class:`gemmlab.tma.Sm90aOnly`)."""
@@ -41,7 +42,8 @@ class TmaWsKernel(tma.Sm90aOnly, tensor_gemm.TensorGemmKernel):
     SM90A_USES = " (the copy engine's tensor copies, setmaxnreg)"
     tma_config: TmaWsConfig = TMA_WS
 
-    def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
+    def launch(self, a_ptr: SupportsInt, b_ptr: SupportsInt, c_ptr: SupportsInt, M: int, N: int, K: int,
+               extra_shared: int = 0) -> None:
         """Enqueue the kernel on device buffers laid out as ``on_device`` makes them."""
         c = self.tma_config
         maps = tma.map_addresses((c, self.precision, int(a_ptr), int(b_ptr), M, N, K),

@@ -16,6 +16,7 @@ the kernel sees them, and chapter 1's bound (:mod:`gemmlab.verify`) applies to t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import SupportsInt
 
 import numpy as np
 
@@ -135,7 +136,7 @@ class TensorGemmKernel(GemmKernel):
     def entry_point(self) -> str:
         return f"{self.function}_{PRECISIONS[self.precision]}"
 
-    def resources(self):
+    def resources(self) -> compiler.Resources:
         return self.compiled().resources(self.entry_point)
 
     @property
@@ -163,7 +164,7 @@ class TensorGemmKernel(GemmKernel):
                     f"allows {spec.shared_per_block_optin:,}.")
         return None
 
-    def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
+    def check(self, A: np.ndarray, B: np.ndarray, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
         """M, N, K of a product this kernel can compute on ``spec``; a clear error otherwise: RuntimeError where
         the GPU lacks the instruction, ValueError for anything else (:meth:`unavailable_on` says why)."""
         why = self.unavailable_on(spec)
@@ -175,7 +176,8 @@ class TensorGemmKernel(GemmKernel):
             raise ValueError(why)
         return checks.check_gemm(self.name, A, B, self.block, self.grid, spec, free_bytes)
 
-    def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
+    def launch(self, a_ptr: SupportsInt, b_ptr: SupportsInt, c_ptr: SupportsInt, M: int, N: int, K: int,
+               extra_shared: int = 0) -> None:
         compiled = self.compiled()
         if not supports(self.precision, compiler.capability(compiled.arch)):
             raise RuntimeError(f"{self.name}: compiled for {compiled.arch}, which has no {self.precision} tensor-core "
@@ -195,7 +197,8 @@ class TensorGemmKernel(GemmKernel):
         k_tiles = -(-padded_length(K, self.precision) // c.BK)
         return tail.split(shapes.tiles(M, N, self.tile), k_tiles, sms, self.tail_whole)
 
-    def _launch_tail(self, compiled, shared: int, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int) -> None:
+    def _launch_tail(self, compiled: compiler.CompiledFile, shared: int, a_ptr: SupportsInt, b_ptr: SupportsInt,
+                     c_ptr: SupportsInt, M: int, N: int, K: int) -> None:
         """The whole tiles and the shared ones in one grid (1-D), after C's shared tiles are set to zero."""
         s = self.tail_split(M, N, K, device.current().sms)
         if s.units:
@@ -214,9 +217,9 @@ class TensorGemmKernel(GemmKernel):
         return DeviceProblem(self, M, N, K, gpuarray.to_gpu(a), gpuarray.to_gpu(b), gpuarray.empty((M, N), np.float32))
 
 
-def unavailable_reason(kernel: TensorGemmKernel, spec: device.DeviceSpec) -> str | None:
+def unavailable_reason(kernel: GemmKernel, spec: device.DeviceSpec) -> str | None:
     """Why ``kernel`` cannot run on ``spec``, in one sentence, or None where it can
-    (:meth:`TensorGemmKernel.unavailable_on`, which chapter 9's kernels extend)."""
+    (:meth:`TensorGemmKernel.unavailable_on`, which chapter 9's kernels extend; None for an FP32 kernel)."""
     return kernel.unavailable_on(spec)
 
 

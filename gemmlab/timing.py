@@ -97,7 +97,7 @@ def interleaved(runs: dict[str, Callable[[], object]], rounds: int = 11, block_s
     while clock() - start < warm_s:
         for run in runs.values():
             timer(run, warmup=0, repeat=1, min_seconds=0)
-    seconds = {name: [] for name in runs}
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(rounds):
         for name, run in runs.items():
             seconds[name].append(timer(run, warmup=0, repeat=1, min_seconds=block_s).median_s)

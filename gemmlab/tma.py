@@ -18,6 +18,9 @@ from __future__ import annotations
 import ctypes
 import os
 from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, Sequence, SupportsInt
+
+import numpy as np
 
 from . import checks, compiler, device, gpu, hopper, tensor_gemm
 from .gemm import DeviceProblem
@@ -88,8 +91,8 @@ def _aligned_copy(data: bytes) -> tuple[ctypes.Array, int]:
     return raw, ctypes.addressof(raw) + start
 
 
-def tile_image(matrix, dtype: str, box_rows: int, box_cols: int, swizzle: str = "128B", x: int = 0, y: int = 0,
-               expect_bytes: int | None = None):
+def tile_image(matrix: np.ndarray, dtype: str, box_rows: int, box_cols: int, swizzle: str = "128B", x: int = 0,
+               y: int = 0, expect_bytes: int | None = None) -> np.ndarray:
     """The bytes the copy engine writes into shared memory (``kernels/09_hopper.cu``, one block) for the box whose
     first element is column ``x``, row ``y`` of the row-major ``matrix`` (its values' bytes are copied as they are;
     ``dtype`` names the tensor map's format, which must have the same element size). Compare with
@@ -98,8 +101,6 @@ def tile_image(matrix, dtype: str, box_rows: int, box_cols: int, swizzle: str = 
     ``expect_bytes`` is what the ``mbarrier`` is told to expect, by default the box's size
     (:attr:`gemmlab.hopper.TensorMap.box_bytes`). Expect more and the barrier never completes: the kernel hangs,
     as chapter 3's barrier did; run that only in a child process under :func:`gemmlab.watchdog.run_isolated`."""
-    import numpy as np
-
     M = np.ascontiguousarray(matrix)
     if M.ndim != 2 or M.itemsize != hopper.DATA_TYPES.get(dtype, (0, -1))[1]:
         raise ValueError(f"matrix must be 2-D with {dtype}-sized elements, got shape {M.shape}, {M.itemsize} bytes each")
@@ -121,7 +122,8 @@ def tile_image(matrix, dtype: str, box_rows: int, box_cols: int, swizzle: str = 
     return out.get()[:m.box_bytes]
 
 
-def _launch(fn, grid, shared: int, params, threads: int = THREADS, sync: bool = True) -> None:
+def _launch(fn: ctypes.c_void_p, grid: tuple[int, int, int], shared: int, params: Sequence[int | None],
+            threads: int = THREADS, sync: bool = True) -> None:
     """``cuLaunchKernel`` of ``fn`` (from :meth:`gemmlab.compiler.CompiledFile.driver_function`, asked for ``shared``
     bytes) on the default stream with ``threads`` threads per block and ``shared`` bytes of dynamic shared memory;
     ``params`` holds the address of each argument's value (a tensor map's: its 64-byte-aligned copy).
@@ -197,11 +199,12 @@ GEMMS = (GEMM_V0, GEMM_WS, GEMM_OVERLAP, GEMM_PERSISTENT, GEMM_PAIRS, GEMM_CLUST
 (:data:`gemmlab.registry.HOPPER_ALTERNATIVES`) and the candidates."""
 
 
-class Sm90aOnly:
-    """What a course kernel compiled for sm_90a alone adds to :class:`gemmlab.tensor_gemm.TensorGemmKernel` (chapter
-    9's GEMMs, chapter 8's Hopper step): on any other GPU, or under ``GEMMLAB_ARCH``, it says why it cannot run in one
-    sentence, and refuses to launch with :class:`gemmlab.gpu.GPUUnavailable`; wrong shapes are named before a GPU is
-    needed. ``SM90A_USES`` names the instructions it needs, for that sentence."""
+@dataclass(frozen=True)
+class Sm90aOnly(tensor_gemm.TensorGemmKernel):
+    """A tensor-core course kernel compiled for sm_90a alone (chapter 9's GEMMs, chapter 8's Hopper step): on any
+    other GPU, or under ``GEMMLAB_ARCH``, it says why it cannot run in one sentence, and refuses to launch with
+    :class:`gemmlab.gpu.GPUUnavailable`; wrong shapes are named before a GPU is needed. ``SM90A_USES`` names the
+    instructions it needs, for that sentence."""
 
     SM90A_USES = ""
 
@@ -215,11 +218,11 @@ class Sm90aOnly:
             return f"{self.name} uses sm_90a instructions and cannot be compiled under {compiler.ARCH_VARIABLE}={wanted}."
         return super().unavailable_on(spec)                            # the format and the shared memory
 
-    def on_device(self, A, B, extra_shared: int = 0) -> DeviceProblem:
+    def on_device(self, A: np.ndarray, B: np.ndarray, extra_shared: int = 0) -> DeviceProblem:
         checks.check_gemm_shapes(A, B)             # the inputs' mistakes are named before any GPU is needed
         return super().on_device(A, B, extra_shared)
 
-    def check(self, A, B, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
+    def check(self, A: np.ndarray, B: np.ndarray, spec: device.DeviceSpec, free_bytes: int, extra_shared: int = 0) -> tuple[int, int, int]:
         if extra_shared:
             raise ValueError(f"{self.name}: extra shared memory is for chapter 5's kernels")
         why = self.unavailable_on(spec)
@@ -229,16 +232,16 @@ class Sm90aOnly:
 
 
 @dataclass(frozen=True)
-class HopperGemmKernel(Sm90aOnly, tensor_gemm.TensorGemmKernel):
+class HopperGemmKernel(Sm90aOnly):
     """A GEMM of ``09_hopper.cu`` as a course kernel (``C = kernel(A, B)``, :func:`gemmlab.bench.time_gemm`): chapter
     8's kernel for its format, entry point, reference and shared memory (``dynamic_shared`` is the configuration's,
     as :func:`hopper_kernel` sets it), launched with tensor maps encoded once per set of device buffers."""
 
-    config: HopperGemm = GEMM_WS
+    hopper_config: HopperGemm = GEMM_WS
     precision: str = "BF16"
 
     def grid(self, M: int, N: int) -> tuple[int, int, int]:
-        c = self.config
+        c = self.hopper_config
         if not c.persistent:
             return super().grid(M, N)
         work = -(-M // (c.BM * c.cluster)) * -(-N // c.BN)          # tiles of C, or pairs of them in clusters of two
@@ -248,16 +251,17 @@ class HopperGemmKernel(Sm90aOnly, tensor_gemm.TensorGemmKernel):
     def operand_boxes(self) -> tuple[int, int]:
         """The rows of the boxes of A's and B's tensor maps, what one copy-engine load brings: the tile's rows of A
         and the block's share of the tile's columns of B (a draft that loads a stage in smaller boxes overrides it)."""
-        c = self.config
+        c = self.hopper_config
         return c.BM, c.BN // c.cluster
 
-    def launch(self, a_ptr, b_ptr, c_ptr, M: int, N: int, K: int, extra_shared: int = 0) -> None:
+    def launch(self, a_ptr: SupportsInt, b_ptr: SupportsInt, c_ptr: SupportsInt, M: int, N: int, K: int,
+               extra_shared: int = 0) -> None:
         """Enqueue the kernel on device buffers laid out as :meth:`on_device` makes them (with a copy-engine
         epilogue, C's rows :func:`c_columns` long)."""
-        c = self.config
+        c = self.hopper_config
         a_rows, b_rows = self.operand_boxes()
 
-        def maps():
+        def maps() -> list[tuple[hopper.TensorMap, SupportsInt]]:
             stride = tensor_gemm.padded_length(K, self.precision) * 2
             out = [(hopper.matrix_map(rows, K, self.precision, box, c.BK, "128B", stride), p)
                    for rows, box, p in ((M, a_rows, a_ptr), (N, b_rows, b_ptr))]
@@ -270,16 +274,14 @@ class HopperGemmKernel(Sm90aOnly, tensor_gemm.TensorGemmKernel):
         extra = _streamk_arguments(grid[0]) if c.streamk else []
         launch_with_maps(self, grid, c.shared, c.threads, map_addresses(key, maps), c_ptr, M, N, K, extra)
 
-    def on_device(self, A, B, extra_shared: int = 0) -> DeviceProblem:
-        import numpy as np
-
+    def on_device(self, A: np.ndarray, B: np.ndarray, extra_shared: int = 0) -> DeviceProblem:
         checks.check_gemm_shapes(A, B)             # the inputs' mistakes are named before any GPU is needed
         gpu.cuda()
         M, N, K = self.check(A, B, device.current(), device.free_memory(), extra_shared)
         from pycuda import gpuarray
 
         a, bt = tensor_gemm.device_operands(A, B, self.precision, transpose_b=True)
-        c = gpuarray.empty((M, c_columns(self.config, N)), np.float32)
+        c = gpuarray.empty((M, c_columns(self.hopper_config, N)), np.float32)
         return DeviceProblem(self, M, N, K, gpuarray.to_gpu(a), gpuarray.to_gpu(bt), c)
 
 
@@ -290,12 +292,11 @@ def c_columns(config: HopperGemm, N: int) -> int:
     return -(-N // per) * per if config.c_map else N
 
 
-def _streamk_arguments(blocks: int) -> list:
+def _streamk_arguments(blocks: int) -> list[ctypes.c_uint64 | ctypes.c_uint]:
     """The stream-K kernel's last two arguments: its flags (two per block, zero when made, one set for every launch
     of the process) and a new epoch. A flag holds the epoch of the launch that raised it, so nothing is cleared
     between launches and a flag from an earlier one never looks raised; launches on one stream never overlap."""
     if not _STREAMK_FLAGS:
-        import numpy as np
         from pycuda import gpuarray
         _STREAMK_FLAGS.append(gpuarray.zeros(2 * device.current().sms, np.uint32))   # no grid has more blocks than SMs
     flags = _STREAMK_FLAGS[0]
@@ -305,7 +306,7 @@ def _streamk_arguments(blocks: int) -> list:
     return [ctypes.c_uint64(int(flags.gpudata)), ctypes.c_uint(_EPOCH[0])]
 
 
-_STREAMK_FLAGS: list = []
+_STREAMK_FLAGS: list[Any] = []          # one pycuda.gpuarray.GPUArray, made at the first stream-K launch
 _EPOCH = [0]
 
 
@@ -321,7 +322,7 @@ def _active_clusters(kernel: HopperGemmKernel) -> int:
     """How many clusters of ``kernel`` (its cluster size is compiled in) the GPU holds at once, as the driver counts
     them: SMs are grouped, and a cluster's blocks must sit in one group, so this can be less than SMs / 2. A
     persistent grid larger than this would run its last clusters after the others, doubling the time."""
-    c = kernel.config
+    c = kernel.hopper_config
     key = (kernel.entry_point, c.threads, c.shared)
     if key not in _CLUSTERS:
         fn = kernel.compiled().driver_function(kernel.entry_point, c.shared)
@@ -340,7 +341,7 @@ _MAPS: dict[tuple, list] = {}
 size: encoded once, then reused by every launch on the same operands."""
 
 
-def map_addresses(key: tuple, maps) -> list[int]:
+def map_addresses(key: tuple, maps: Callable[[], Iterable[tuple[hopper.TensorMap, SupportsInt]]]) -> list[int]:
     """The addresses of 64-byte-aligned copies of the tensor maps that ``maps()`` returns as ``(TensorMap, device
     pointer)`` pairs, encoded by the driver the first time ``key`` is asked for. The key must name the kernel's
     configuration: a map holds its box (the kernel's tile), and a map made for another kernel at the same addresses
@@ -350,8 +351,9 @@ def map_addresses(key: tuple, maps) -> list[int]:
     return [address for _, address in _MAPS[key]]
 
 
-def launch_with_maps(kernel, grid, shared: int, threads: int, maps: list[int], c_ptr, M: int, N: int, K: int,
-                     extra=()) -> None:
+def launch_with_maps(kernel: tensor_gemm.TensorGemmKernel, grid: tuple[int, int, int], shared: int, threads: int,
+                     maps: list[int], c_ptr: SupportsInt, M: int, N: int, K: int,
+                     extra: Sequence[ctypes.c_uint64 | ctypes.c_uint] = ()) -> None:
     """Enqueue ``kernel`` (a course kernel of an sm_90a unit) without waiting: its tensor maps first (``maps``, from
     :func:`map_addresses`), then ``C, M, N, K`` and any ``extra`` ctypes values."""
     args = [ctypes.c_uint64(int(c_ptr)), ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K), *extra]
@@ -369,10 +371,10 @@ def hopper_kernel(config: HopperGemm = GEMM_WS, name: str | None = None, precisi
         raise ValueError(f"{config.function} takes {' or '.join(PRECISIONS)} inputs, got {precision!r}")
     return HopperGemmKernel(name or f"{config.function}_{tensor_gemm.PRECISIONS[precision]}", 9, SOURCE, config.function,
                             (config.threads, 1, 1), (config.BM, config.BN), f"{config.function}: copy engine and wgmma",
-                            precision=precision, dynamic_shared=config.shared, config=config)
+                            precision=precision, dynamic_shared=config.shared, hopper_config=config)
 
 
-def gemm(A, B, kernel: HopperGemm = GEMM_WS, precision: str = "BF16"):
+def gemm(A: np.ndarray, B: np.ndarray, kernel: HopperGemm = GEMM_WS, precision: str = "BF16") -> np.ndarray:
     """C = A·B (FP32) by one of chapter 9's kernels. A and B are rounded to ``precision`` (BF16 or FP16) and their
     rows padded to 16 bytes; the kernels take B transposed, both through tensor maps whose boxes are the kernel's
     tiles, and the copy engine's zeros past the edges handle every size."""

@@ -76,7 +76,10 @@ class Reference:
         err = self.errors(C)
         bad = ~(err <= self.bound)
         excess = err / self.bound
-        worst = tuple(int(i) for i in np.unravel_index(np.argmax(excess), excess.shape)) if bad.any() else None
+        worst = None
+        if bad.any():
+            row, col = np.unravel_index(np.argmax(excess), excess.shape)
+            worst = int(row), int(col)
         return Verdict(ok=not bad.any(), total=C.size, wrong=int(bad.sum()), nonfinite=int(np.isinf(err).sum()),
                        max_abs_error=float(np.max(err)) if C.size else 0.0,
                        max_excess=float(np.max(excess)) if C.size else 0.0, worst=worst)

@@ -19,6 +19,7 @@ import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterator
 
 from . import models
 
@@ -80,7 +81,7 @@ class Plan:
     def grid(self) -> tuple[int, int]:
         return models.grid_for(self.M, self.N, self.T)
 
-    def steps(self):
+    def steps(self) -> Iterator[tuple[int, dict]]:
         """Every step of every block in launch order (blocks row by row)."""
         for b, t in enumerate(self.block_template):
             for s in self.templates[t]:
@@ -104,7 +105,9 @@ def plan(mode: str, M: int, N: int, K: int, T: int) -> Plan:
     check_size(M, N, K, T)
     gx, gy = models.grid_for(M, N, T)
     make = naive_steps if mode == "naive" else tiled_steps
-    templates, index, block_template = [], {}, []
+    templates: list[list[dict]] = []
+    index: dict[str, int] = {}
+    block_template: list[int] = []
     for by, bx in itertools.product(range(gy), range(gx)):
         steps = make((by, bx), M, N, K, T)
         key = json.dumps(steps)
@@ -159,7 +162,7 @@ _instances = 0
 class Workbench:
     """Displays as the interactive widget (``text/html``) in Jupyter, Colab and the book."""
 
-    def __init__(self, M=16, N=16, K=16, T=2, mode="naive"):
+    def __init__(self, M: int = 16, N: int = 16, K: int = 16, T: int = 2, mode: str = "naive") -> None:
         global _instances
         if mode not in ("naive", "tiled"):
             raise ValueError(f"mode must be 'naive' or 'tiled', got {mode!r}")

@@ -19,7 +19,7 @@ from gemmlab import bench, device, registry, tables, verify
 from gemmlab.compile_units import CompileUnit
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("kernel", help="a name gemmlab.registry.lookup knows")
     p.add_argument("old_source", type=Path, help="the other version of the kernel's .cu file (entry points included)")
@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     for n in args.sizes:
         A, B = verify.random_operands(n, n, n, seed=n)
         ref = verify.Reference(A, B)
-        times = {new.name: [], old.name: []}
+        times: dict[str, list[float]] = {new.name: [], old.name: []}
         for i in range(args.rounds):
             for k in ((new, old) if i % 2 == 0 else (old, new)):      # alternate who goes first
                 r = bench.time_gemm(k, A, B, args.repeat, ref)

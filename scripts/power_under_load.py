@@ -17,6 +17,7 @@
 import argparse, datetime, shutil, statistics, subprocess, sys, threading, time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterable, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -29,6 +30,8 @@ STEADY_AFTER_S = 1.5
 # nvidia-smi's clock-event reasons (bits of clocks_event_reasons.active; older drivers: clocks_throttle_reasons).
 REASONS = {0x1: "idle", 0x2: "app clocks", 0x4: "SW power cap", 0x8: "HW slowdown", 0x10: "sync boost",
            0x20: "SW thermal", 0x40: "HW thermal", 0x80: "HW power brake", 0x100: "display clocks"}
+Sample = tuple[float, float, float, int]
+"""One line of nvidia-smi's: (host time, SM MHz, watts, reasons bitmask)."""
 
 
 def query_fields() -> str:
@@ -43,33 +46,34 @@ def query_fields() -> str:
 class Sampler:
     """nvidia-smi in the background: (host time, SM MHz, watts, reasons bitmask) every 50 ms."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.fields = fields = query_fields()
         self.proc = subprocess.Popen(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits",
                                       "-lms", "50"], stdout=subprocess.PIPE, text=True)
-        self.samples = []
+        self.samples: list[Sample] = []
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
-    def _read(self):
+    def _read(self) -> None:
+        assert self.proc.stdout is not None         # Popen(stdout=PIPE) made it
         for line in self.proc.stdout:
             parsed = parse_sample(line)
             if parsed:
                 self.samples.append(parsed)
 
-    def between(self, t0: float, t1: float):
+    def between(self, t0: float, t1: float) -> list[Sample]:
         return between(self.samples, t0, t1)
 
-    def stop(self):
+    def stop(self) -> None:
         self.proc.terminate()
 
 
-def between(samples, t0: float, t1: float):
+def between(samples: Iterable[Sample], t0: float, t1: float) -> list[Sample]:
     """The samples taken from host time t0 to t1."""
     return [s for s in samples if t0 <= s[0] <= t1]
 
 
-def parse_sample(line: str):
+def parse_sample(line: str) -> Sample | None:
     """'2026/12/01 20:07:05.123, 1980, 512.34, 0x0000000000000004' -> (epoch seconds, 1980.0, 512.34, 4)."""
     parts = [p.strip() for p in line.split(",")]
     if len(parts) != 4:
@@ -81,7 +85,7 @@ def parse_sample(line: str):
         return None
 
 
-def sustained(run, seconds: float):
+def sustained(run: Callable[[], object], seconds: float) -> tuple[float, float, list[tuple[float, float]]]:
     """Launch ``run`` back to back for ``seconds``; returns (start, end, [(batch end time, seconds per call)])."""
     from gemmlab import gpu
     drv = gpu.cuda()
@@ -125,7 +129,8 @@ class Reading:
                 f"cycle, {self.gflop_per_joule / base.gflop_per_joule:.1%} per joule")
 
 
-def reading(flops: float, t0: float, t1: float, batches, samples) -> Reading | None:
+def reading(flops: float, t0: float, t1: float, batches: Iterable[tuple[float, float]],
+            samples: Iterable[Sample]) -> Reading | None:
     """The steady part (after STEADY_AFTER_S) of a run from t0 to t1: the median time per call of the batches that
     ended in it, and the mean clock and power of the samples taken in it; None if either is empty."""
     steady = [dt for t, dt in batches if t >= t0 + STEADY_AFTER_S]
@@ -140,7 +145,7 @@ def reading(flops: float, t0: float, t1: float, batches, samples) -> Reading | N
                    ", ".join(v for k, v in REASONS.items() if seen & k) or "none")
 
 
-def measure(name: str, run, flops: float, seconds: float, sampler) -> Reading | None:
+def measure(name: str, run: Callable[[], object], flops: float, seconds: float, sampler: Sampler) -> Reading | None:
     """Run ``run`` back to back for ``seconds`` while ``sampler`` watches, print one line and return the reading."""
     t0, t1, batches = sustained(run, seconds)
     r = reading(flops, t0, t1, batches, sampler.samples)
@@ -152,7 +157,8 @@ def measure(name: str, run, flops: float, seconds: float, sampler) -> Reading | 
     return r
 
 
-def main(seconds: float, sizes=SIZES, kernels=None, precision: str = "BF16"):
+def main(seconds: float, sizes: Iterable[int] = SIZES, kernels: Sequence[str] | None = None,
+         precision: str = "BF16") -> None:
     from gemmlab import bench, ceilings, device, gpu, precisions, probes, registry, verify
     if shutil.which("nvidia-smi") is None:
         sys.exit("power_under_load: needs nvidia-smi (it samples the clock and the power)")
@@ -178,8 +184,8 @@ def main(seconds: float, sizes=SIZES, kernels=None, precision: str = "BF16"):
     if idle:
         print(f"idle: {statistics.mean(s[1] for s in idle):.0f} MHz, {statistics.mean(s[2] for s in idle):.1f} W", flush=True)
 
-    launch, flops = probe
-    measure(f"mma.sync probe ({dtype})", launch, flops, seconds, sampler)
+    launch, probe_flops = probe
+    measure(f"mma.sync probe ({dtype})", launch, probe_flops, seconds, sampler)
     time.sleep(1.0)
 
     for n in sizes:

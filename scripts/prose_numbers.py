@@ -69,13 +69,14 @@ def quotes(before: dict, after: dict) -> list[Quote]:
     """Every place in ``before``'s outputs that holds a decimal quoted by ``after``'s markdown, with its value in
     ``after``'s outputs (:func:`decimals`)."""
     new = output_numbers(after)
-    places = {}                                     # a number of the old outputs -> where it stood, in order
+    # a number of the old outputs -> where it stood and the line there, in order
+    places: dict[str, list[tuple[tuple[str, int, int], str]]] = {}
     for cid, lines in output_numbers(before).items():
         for i, (line, numbers) in enumerate(lines):
             for j, number in enumerate(numbers):
                 places.setdefault(number, []).append(((cid, i, j), line.strip()))
 
-    def now(cid, i, j):
+    def now(cid: str, i: int, j: int) -> str | None:
         try:
             return new[cid][i][1][j]
         except (KeyError, IndexError):

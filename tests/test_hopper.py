@@ -170,8 +170,8 @@ def test_chapter_9_ladder_by_precision():
     for p in tma.PRECISIONS:
         hopper = registry.hopper_kernels(p)
         suffix = tensor_gemm.PRECISIONS[p]
-        assert [k.config for k in hopper.values()] == [getattr(tma, c) for _, c, _ in registry.HOPPER_STEPS]
-        assert set(k.config for k in hopper.values()) <= set(tma.GEMMS)
+        assert [k.hopper_config for k in hopper.values()] == [getattr(tma, c) for _, c, _ in registry.HOPPER_STEPS]
+        assert set(k.hopper_config for k in hopper.values()) <= set(tma.GEMMS)
         assert all(n.endswith(f"_{suffix}") and k.name == n and k.precision == p for n, k in hopper.items())
         assert list(registry.by_precision(p)) == [*registry.tensor_kernels(p), *registry.tma_kernels(p),
                                                   *registry.hopper_kernels(p, True)]
@@ -185,12 +185,12 @@ def test_the_stream_k_and_ping_pong_kernels_stand_beside_the_ladder():
     for p in tma.PRECISIONS:
         ladder, every = registry.hopper_kernels(p), registry.hopper_kernels(p, alternatives=True)
         assert list(every)[:len(ladder)] == list(ladder)
-        assert [k.config for k in list(every.values())[len(ladder):]] == [tma.GEMM_STREAMK, tma.GEMM_PINGPONG]
+        assert [k.hopper_config for k in list(every.values())[len(ladder):]] == [tma.GEMM_STREAMK, tma.GEMM_PINGPONG]
         assert set(every) <= set(registry.by_precision(p))
     k = registry.known()["hopper_pingpong_bf16"]
-    assert k.entry_point == "wgmma_gemm_pingpong_bf16" and k.config.c_map and k.config.cluster == 1
+    assert k.entry_point == "wgmma_gemm_pingpong_bf16" and k.hopper_config.c_map and k.hopper_config.cluster == 1
     k = registry.known()["hopper_streamk_f16"]
-    assert k.entry_point == "wgmma_gemm_streamk_f16" and k.config.streamk and k.config.cluster == 2
+    assert k.entry_point == "wgmma_gemm_streamk_f16" and k.hopper_config.streamk and k.hopper_config.cluster == 2
 
 
 def test_the_storer_steps_are_the_last_step_with_its_stores_handed_over():

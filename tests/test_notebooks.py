@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 import gemmlab
-from gemmlab import compile_units, provenance
+from gemmlab import colab, compile_units, provenance
 from notebook_tools import (CHAPTERS, GPU_MODULES, ROOT, UNNUMBERED, assigned_string, config, load_script, output_text,
                             read, setup_cell, tags)
 
@@ -116,9 +116,11 @@ def test_setup_cell_uses_the_configured_repository(chapter):
 
 
 def test_setup_cell_installs_the_pinned_pycuda(chapter):
+    """The cell installs PyCUDA through gemmlab.colab, whose pin is requirements-gpu.txt's."""
     _, nb = chapter
     pin = re.search(r"^pycuda==\S+", (ROOT / "requirements-gpu.txt").read_text(), re.M).group(0)
-    assert f'"{pin}"' in setup_cell(nb).source
+    assert colab.PYCUDA == pin
+    assert "colab.install_pycuda(REPO_URL, RELEASE)" in setup_cell(nb).source
 
 
 def test_asks_colab_for_a_gpu(chapter):

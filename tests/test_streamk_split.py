@@ -42,8 +42,8 @@ def test_the_split_saves_what_the_chapter_says_at_4096():
 def test_a_wrong_wait_is_caught_as_a_stall():
     """The stall check can fail: parts that wait for the part before them (an earlier unit, which waits in turn at the
     end of its range) form cycles."""
-    assert not streamk.runs_to_the_end([[("wait", 1), ("raise",)], [("wait", 0), ("raise",)]])
-    assert streamk.runs_to_the_end([[("raise",), ("wait", 1)], [("raise",), ("wait", 0)]])
+    assert not streamk.runs_to_the_end([[("wait", 1), ("raise", None)], [("wait", 0), ("raise", None)]])
+    assert streamk.runs_to_the_end([[("raise", None), ("wait", 1)], [("raise", None), ("wait", 0)]])
 
 
 def _schedule(tiles, k, units, waits, seed, values):

@@ -82,3 +82,18 @@ def test_cli_precision_all_writes_every_format_with_its_own_cublas(tmp_path):
         assert len(cub) == 1 and cub[0]["correct"]
         assert all(r["fraction_of_cublas"] == r["tflops"] / cub[0]["tflops"] for r in mine)
         assert all(r["fraction_of_fp32_peak"] is None for r in mine)
+
+
+def test_the_tuners_trials_give_their_share_of_cublas():
+    """Chapter 7's tuning table: every trial is checked, ranked fastest first, and its bench result reads as a share
+    of cuBLAS (the cell broke when a trial was handed to ``of_cublas`` in place of its result)."""
+    from gemmlab import fast_configs, tuning, verify
+
+    configs = fast_configs.search_space()[:3]
+    trials = tuning.tune(256, 192, 160, configs=configs, repeat=2, log=lambda line: None)
+    assert {t.config for t in trials} == set(configs) and len(trials) == len(configs) and all(t.correct for t in trials)
+    assert [t.tflops for t in trials] == sorted((t.tflops for t in trials), reverse=True)
+    A, B = verify.random_operands(256, 192, 160, seed=7)
+    cublas = bench.time_cublas(A, B, 2)
+    shares = [bench.of_cublas(t.result, cublas) for t in trials]
+    assert all(s.endswith("%") for s in shares) if cublas else shares == ["-"] * len(trials)
