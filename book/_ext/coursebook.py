@@ -11,6 +11,7 @@
   the first copy of each NAME.
 - Launch buttons (Colab) only on notebooks with the course's setup cell (tag ``colab-setup``): a
   notebook without it (the Workbench) could not import ``gemmlab`` on Colab, so it offers no button.
+- No top bar, so that the sidebar toggle and the contents button work (see ``_no_top_bar``).
 """
 
 from __future__ import annotations
@@ -76,9 +77,23 @@ def _launch_only_with_setup(app, pagename, templatename, context, doctree):
         buttons[:] = [b for b in buttons if b.get("label") != "launch-buttons"]
 
 
+def _no_top_bar(app, config):
+    """pydata-sphinx-theme 0.17.1 puts a search field in its top bar (``navbar_persistent``) unless
+    ``html_theme_options`` names that option; sphinx-book-theme 1.3.0 empties it only in its
+    theme.conf, which does not count. The bar then renders with hidden copies of the sidebar toggle
+    and the contents button ahead of the article header's, and both themes' scripts bind
+    ``document.querySelector(".primary-toggle")`` (and ``".secondary-toggle"``), the first copy: the
+    buttons a reader sees did nothing. Empty, as sphinx-book-theme means it, the bar is not rendered.
+    tests/test_navigation_browser.py taps the buttons."""
+    options = dict(config.html_theme_options or {})
+    options.setdefault("navbar_persistent", [])
+    config.html_theme_options = options
+
+
 def setup(app):
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
+    app.connect("config-inited", _no_top_bar)     # before the theme's builder-inited reads the options
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("doctree-resolved", _assets_once_per_page)
     app.connect("html-page-context", _launch_only_with_setup, priority=600)   # after the theme's (501)
