@@ -15,6 +15,7 @@ import math
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import banks, models
 
@@ -128,7 +129,7 @@ def roofline(peak_flops: float, peak_bandwidth: float, *, measured_flops: float 
     return fig
 
 
-def bandwidth_sweep(sizes_bytes: np.typing.ArrayLike, bandwidths: np.typing.ArrayLike, l2_bytes: int,
+def bandwidth_sweep(sizes_bytes: ArrayLike, bandwidths: ArrayLike, l2_bytes: int,
                     peak_bandwidth: float, title: str) -> Figure:
     """Copy bandwidth against buffer size (per buffer, of the two a copy uses), with the DRAM peak and
     the size at which the pair fills the L2 (half the L2 per buffer) marked."""

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import banks
 
@@ -185,7 +186,7 @@ def owners(shape: str, dtype: str, operand: str) -> list[list[tuple[int, int]]]:
     return grid
 
 
-def lane_values(matrix: np.typing.ArrayLike, shape: str, dtype: str, operand: str) -> np.ndarray:
+def lane_values(matrix: ArrayLike, shape: str, dtype: str, operand: str) -> np.ndarray:
     """What each lane holds of ``matrix`` (the operand as a rows x cols array): ``[lane][element]``."""
     ins = instruction(shape, dtype)
     X = np.asarray(matrix)
@@ -195,7 +196,7 @@ def lane_values(matrix: np.typing.ArrayLike, shape: str, dtype: str, operand: st
     return X[index[..., 0], index[..., 1]]
 
 
-def from_lanes(values: np.typing.ArrayLike, shape: str, dtype: str, operand: str) -> np.ndarray:
+def from_lanes(values: ArrayLike, shape: str, dtype: str, operand: str) -> np.ndarray:
     """The operand as a matrix, from what each lane holds (``[lane][element]``): :func:`lane_values` undone."""
     ins = instruction(shape, dtype)
     V = np.asarray(values)
@@ -211,7 +212,7 @@ def from_lanes(values: np.typing.ArrayLike, shape: str, dtype: str, operand: str
 # Register contents
 
 
-def to_bf16_bits(x: np.typing.ArrayLike) -> np.ndarray:
+def to_bf16_bits(x: ArrayLike) -> np.ndarray:
     """FP32 to BF16, rounded to nearest even (a NaN stays a NaN), as uint16 bit patterns: NumPy has no
     bfloat16 type."""
     x = np.ascontiguousarray(x, np.float32)
@@ -220,7 +221,7 @@ def to_bf16_bits(x: np.typing.ArrayLike) -> np.ndarray:
     return np.where(np.isnan(x), ((bits >> 16) | 0x40).astype(np.uint16), rounded)
 
 
-def to_tf32(x: np.typing.ArrayLike) -> np.ndarray:
+def to_tf32(x: ArrayLike) -> np.ndarray:
     """FP32 rounded to TF32 (a 10-bit mantissa, FP32's exponent), to nearest even, kept in float32: the
     low 13 bits are zero. A NaN stays a NaN, an infinity infinite; a value that rounds past FP32's largest
     finite one becomes an infinity, as any rounding to nearest would make it."""
@@ -230,7 +231,7 @@ def to_tf32(x: np.typing.ArrayLike) -> np.ndarray:
     return np.where(np.isfinite(x), rounded.view(np.float32), x)
 
 
-def bf16_to_f32(bits: np.typing.ArrayLike) -> np.ndarray:
+def bf16_to_f32(bits: ArrayLike) -> np.ndarray:
     """BF16 bit patterns (uint16) as the float32 values they are exactly."""
     return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
 
@@ -241,7 +242,7 @@ def _bits16(values: np.ndarray, element_type: str) -> np.ndarray:
     return to_bf16_bits(values).astype(np.uint32)
 
 
-def pack(values: np.typing.ArrayLike, element_type: str) -> np.ndarray:
+def pack(values: ArrayLike, element_type: str) -> np.ndarray:
     """The 32-bit registers that hold ``values`` (``[lane][element]``, as :func:`lane_values` gives
     them): ``uint32[lane][register]``. ``f16``/``bf16``: two elements per register, element 2r in the
     low half; ``tf32``: the FP32 bit pattern rounded to TF32's 10 mantissa bits; ``f32``: the bits."""
@@ -259,7 +260,7 @@ def pack(values: np.typing.ArrayLike, element_type: str) -> np.ndarray:
     raise ValueError(f"element_type must be f16, bf16, tf32 or f32, got {element_type!r}")
 
 
-def unpack(words: np.typing.ArrayLike, element_type: str) -> np.ndarray:
+def unpack(words: ArrayLike, element_type: str) -> np.ndarray:
     """:func:`pack` undone: ``float64[lane][element]`` from ``uint32[lane][register]``."""
     W = np.asarray(words, np.uint32)
     if element_type in ("f16", "bf16"):
@@ -380,7 +381,7 @@ def tile_offset(row: int, col: int, row_bytes: int, swizzle: bool = False) -> in
     return row * row_bytes + chunk * CHUNK_BYTES + within
 
 
-def shared_image(tile: np.typing.ArrayLike, row_bytes: int, swizzle: bool = False) -> np.ndarray:
+def shared_image(tile: ArrayLike, row_bytes: int, swizzle: bool = False) -> np.ndarray:
     """The tile (rows x cols of 16-bit values) as shared memory holds it: ``uint16[rows * row_bytes // 2]``,
     each element at :func:`tile_offset` (unused bytes of a padded row are zero)."""
     T = np.asarray(tile)

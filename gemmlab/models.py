@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:       # NumPy is imported in the functions that use it, not when the module is
     import numpy as np
+    from numpy.typing import ArrayLike
 
 FLOAT_BYTES = 4
 
@@ -107,7 +108,7 @@ def tiled_shared_bytes(T: int) -> int:
     return 2 * T * T * FLOAT_BYTES
 
 
-def roofline(intensity: np.typing.ArrayLike, peak_flops: float, peak_bandwidth: float) -> np.ndarray | float:
+def roofline(intensity: ArrayLike, peak_flops: float, peak_bandwidth: float) -> np.ndarray | float:
     """Attainable FLOP/s at an arithmetic intensity: min(peak compute, intensity × bandwidth)."""
     import numpy as np
 

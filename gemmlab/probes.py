@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, SupportsInt
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from . import compiler, device, gpu, mma, timing
 from .checks import check_block, check_fits, check_grid
@@ -147,15 +148,15 @@ def _arch_number(arch: str) -> int:
     return 10 * major + minor
 
 
-def _words(name: str, X: np.typing.ArrayLike, shape: tuple[int, int], dtype: np.typing.DTypeLike) -> np.ndarray:
+def _words(name: str, X: ArrayLike, shape: tuple[int, int], dtype: DTypeLike) -> np.ndarray:
     X = np.ascontiguousarray(X, dtype)
     if X.shape != shape:
         raise ValueError(f"{name} must be {shape[0]} x {shape[1]} (lanes x registers), got shape {X.shape}")
     return X
 
 
-def mma_registers(shape: str, dtype: str, a_words: np.typing.ArrayLike, b_words: np.typing.ArrayLike,
-                  c_values: np.typing.ArrayLike) -> np.ndarray:
+def mma_registers(shape: str, dtype: str, a_words: ArrayLike, b_words: ArrayLike,
+                  c_values: ArrayLike) -> np.ndarray:
     """Run one ``mma.sync`` (``kernels/08_mma_probe.cu``, one warp) on raw registers: ``a_words`` and
     ``b_words`` are ``uint32[lane][register]`` as :func:`gemmlab.mma.pack` makes them, ``c_values`` the
     four FP32 accumulators of each lane. Returns the D registers, ``uint32[32][4]`` FP32 bits, or
@@ -171,7 +172,7 @@ def mma_registers(shape: str, dtype: str, a_words: np.typing.ArrayLike, b_words:
     return d
 
 
-def mma_product(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike, shape: str = "m16n8k16",
+def mma_product(A: ArrayLike, B: ArrayLike, C: ArrayLike, shape: str = "m16n8k16",
                 dtype: str = "f16") -> np.ndarray:
     """``D = A·B + C`` by one tensor-core instruction: each lane's registers filled as :mod:`gemmlab.mma` says
     it holds A, B and C, and D read back where the same model says it sits (float32, M x N). With the
@@ -186,7 +187,7 @@ def mma_product(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Arr
     return mma.from_lanes(mma.unpack(d, "f32"), shape, dtype, "C").astype(np.float32)
 
 
-def ldmatrix_registers(image: np.typing.ArrayLike, offsets: Iterable[SupportsInt], num: int,
+def ldmatrix_registers(image: ArrayLike, offsets: Iterable[SupportsInt], num: int,
                        trans: bool = False) -> np.ndarray:
     """Run one ``ldmatrix.sync.aligned.m8n8.x<num>{.trans}.shared.b16`` in one warp: ``image`` (16-bit values,
     at most :data:`LDMATRIX_IMAGE_BYTES`) is copied to shared memory and lane *l* gives the row address at byte
@@ -296,7 +297,7 @@ def steady_state(part: str, iters: int = 4096) -> float | None:
 WGMMA_PROBE = "09_hopper.cu"
 
 
-def wgmma_product(A: np.typing.ArrayLike, Bt: np.typing.ArrayLike) -> np.ndarray:
+def wgmma_product(A: ArrayLike, Bt: ArrayLike) -> np.ndarray:
     """A (64 x 64) times B (64 x 64, given as its transpose ``Bt``) by one warpgroup's four ``wgmma.mma_async``
     m64n64k16 (``kernels/09_hopper.cu``; BF16 inputs, FP32 sums; sm_90a only): each thread's 32 accumulators
     come back raw and are put where :func:`gemmlab.hopper.wgmma_d_position` says they belong. With the right
