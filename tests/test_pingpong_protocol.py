@@ -1,146 +1,102 @@
-"""The turn-taking of chapter 9's ping-pong kernel (``pingpong_gemm`` in kernels/09_hopper.cu), run without a GPU:
-one block's producer and two consumers around a ring of mbarriers, with copies and tensor-core work that finish in
-any order, under random schedules. It asserts what the kernel's comment argues: every parity wait sees the phase it
-means, no stage is overwritten while a wgmma reads it, the main loops run in the block's tile order, nothing stalls;
-and that without the turns the same waits go wrong."""
+"""Chapter 9's ring of stages without a GPU (``gemmlab.pipeline``): a producer, two consumer warpgroups, TMA copies
+that land in any order and wgmma groups, under random schedules and cycle by cycle.
 
-import random
+The kernels' comments argue that every parity wait sees the phase it means, no stage is overwritten while a wgmma
+reads it, ping-pong's main loops run in the block's tile order, and nothing stalls; these tests play the protocol
+(the one the Pipeline Explorer steps through) thousands of ways and check it, and check that each fault the chapter
+names breaks it: a barrier told to expect more bytes hangs, a wait on the wrong parity reads a stage before it is
+full, ping-pong without its turns mistakes phase n for n - 2."""
+
 import re
 from pathlib import Path
 
 import pytest
 
+from gemmlab import pipeline
+from gemmlab.pipeline import Config, Shuffled, play
+
 KERNEL = Path(__file__).parents[1] / "kernels" / "09_hopper.cu"
 
 
-class Barrier:
-    """An mbarrier: ``count`` arrivals and a transaction count of zero complete a phase. A parity wait passes once
-    the phase before the current one of that parity has completed, so it cannot tell phase n from n - 2."""
-
-    def __init__(self, count):
-        self.count, self.pending, self.tx, self.phase = count, count, 0, 0
-
-    def arrive(self, tx=0):
-        self.tx += tx
-        self.pending -= 1
-        assert self.pending >= 0, "more arrivals than the barrier counts"
-        self._complete()
-
-    def complete_tx(self, n):
-        self.tx -= n
-        self._complete()
-
-    def _complete(self):
-        if self.pending == 0 and self.tx == 0:
-            self.phase, self.pending = self.phase + 1, self.count
-
-    def passes(self, parity):
-        return (self.phase & 1) != parity
+def kernel_stages(name: str) -> int:
+    return int(re.search(rf"#define {name} (\d+)", KERNEL.read_text()).group(1))
 
 
-def run_block(tiles, k, stages, rng, turns=True, engine_bias=0.5):
-    """One block with ``tiles`` tiles of ``k`` K-tiles each, run to the end: None, or what went wrong."""
-    A, B = 16, 16                                      # KiB of a stage's A and B tiles (two copies)
-    full, empty = [Barrier(1) for _ in range(stages)], [Barrier(1) for _ in range(stages)]   # one consumer per stage
-    turn = [Barrier(1), Barrier(1)]
-    content = [(None, 0)] * stages                     # (the K-tile a stage holds, KiB of it landed)
-    copies, groups, loops_done = [], {0: [], 1: []}, [0]
-
-    def producer():
-        yield lambda: True
-        for it in range(tiles * k):
-            s, n = it % stages, it // stages
-            if it >= stages:
-                yield lambda: empty[s].passes((n - 1) & 1)
-                assert empty[s].phase == n, f"producer saw empty[{s}] at phase {empty[s].phase}, not {n}"
-            full[s].arrive(tx=A + B)
-            copies.extend([(s, it, A), (s, it, B)])
-
-    def consumer(c):
-        yield lambda: True
-        for i in range(c, tiles, 2):
-            if i > 0 and turns:
-                yield lambda: turn[1 - c].passes(((i - 1) // 2) & 1)
-                assert turn[1 - c].phase == (i - 1) // 2 + 1, "a turn wait saw the wrong phase"
-            assert loops_done[0] == i or not turns, f"main loop {i} began after {loops_done[0]} others"
-            for kt in range(k):
-                it = i * k + kt
-                s, n = it % stages, it // stages
-                yield lambda: full[s].passes(n & 1)
-                assert full[s].phase == n + 1, f"consumer {c} passed full[{s}] at phase {full[s].phase} for fill {n}"
-                assert content[s] == (it, A + B), f"stage {s} holds {content[s]}, not all of K-tile {it}"
-                groups[c].append(s)
-                yield lambda: len(groups[c]) <= 1         # wgmma.wait_group 1
-                if kt > 0:
-                    empty[(it - 1) % stages].arrive()
-            loops_done[0] += 1
-            turn[c].arrive()
-            yield lambda: not groups[c]                     # wgmma.wait_group 0
-            if k > 0:
-                empty[(i * k + k - 1) % stages].arrive()
-
-    def events():
-        return [("copy", j) for j in range(len(copies))] + [("mma", c) for c in (0, 1) if groups[c]]
-
-    def fire(event):
-        kind, what = event
-        if kind == "copy":                                  # a copy lands, in any order
-            s, it, kib = copies.pop(what)
-            assert full[s].phase == it // stages, f"a copy for fill {it // stages} of stage {s} landed " \
-                                                  f"in phase {full[s].phase}"
-            assert s not in groups[0] + groups[1], f"stage {s} overwritten while a wgmma reads it"
-            landed = content[s][1] if content[s][0] == it else 0
-            content[s] = (it, landed + kib)
-            full[s].complete_tx(kib)
-        else:                                               # a consumer's oldest wgmma group completes
-            groups[what].pop(0)
-
-    return schedule([producer(), consumer(0), consumer(1)], events, fire, rng, engine_bias)
-
-
-def schedule(agents, events, fire, rng, engine_bias):
-    """Run ``agents`` (generators, each yielding a function that says when it may go on) and the asynchronous engines
-    to the end under a random schedule: ``events()`` lists what the engines may do now, ``fire(event)`` does it, an
-    engine event chosen with probability ``engine_bias`` when a thread could go on too. None, or what went wrong: a
-    failed assertion's message, or a stall."""
-    waits = [next(a) for a in agents]
-    while True:
-        ready = [n for n, w in enumerate(waits) if w is not None and w()]
-        engines = events()
-        if not ready and not engines:
-            stalled = [n for n, w in enumerate(waits) if w is not None]
-            return f"stall: agents {stalled} wait forever" if stalled else None
-        try:
-            if engines and (not ready or rng.random() < engine_bias):
-                fire(rng.choice(engines))
-            else:
-                n = rng.choice(ready)
-                try:
-                    waits[n] = next(agents[n])
-                except StopIteration:
-                    waits[n] = None
-        except AssertionError as e:
-            return str(e)
-
-
-def kernel_stages():
-    return int(re.search(r"#define PP_STAGES (\d+)", KERNEL.read_text()).group(1))
-
-
-@pytest.mark.parametrize("stages", sorted({2, 3, kernel_stages()}))
-def test_the_turns_keep_every_wait_on_its_own_phase(stages):
-    rng = random.Random(stages)
+@pytest.mark.parametrize("stages", sorted({2, 3, kernel_stages("PP_STAGES")}))
+def test_ping_pong_turns_keep_every_wait_on_its_own_phase(stages):
+    seed = 0
     for tiles in range(0, 8):                       # none, one (consumer 1 idle), odd and even counts
         for k in (1, 2, 5, 7, 13):                  # fewer K-tiles than stages, more, not a multiple
             for bias in (0.05, 0.5, 0.95):          # engines slow, even, fast against the threads
-                assert run_block(tiles, k, stages, rng, engine_bias=bias) is None, (tiles, k, bias)
+                seed += 1
+                outcome = play(Config(stages, 2, "pingpong", tiles, k), Shuffled(seed, bias))
+                assert outcome.error is None, (tiles, k, bias, outcome.error)
+                assert sorted(t for _, t in outcome.stored) == list(range(tiles))
+                assert all(c == t % 2 for c, t in outcome.stored), "consumer c stores tiles c, c + 2, ..."
+
+
+@pytest.mark.parametrize("stages", sorted({2, 3, kernel_stages("WS_STAGES")}))
+@pytest.mark.parametrize("consumers", [1, 2])
+def test_the_cooperative_ring_never_reads_or_overwrites_a_stage_out_of_turn(stages, consumers):
+    seed = 0
+    for tiles in (0, 1, 3):
+        for k in (1, 3, 4, 9):
+            for bias in (0.05, 0.5, 0.95):
+                seed += 1
+                outcome = play(Config(stages, consumers, "cooperative", tiles, k), Shuffled(seed, bias))
+                assert outcome.error is None, (tiles, k, bias, outcome.error)
+                assert len(outcome.stored) == tiles * consumers
 
 
 def test_without_the_turns_a_wait_passes_on_the_other_consumers_fill():
     """The kernel's comment: the turns are needed for correctness. With k K-tiles per tile not a multiple of the
     ring, consumer 1's first waits name stages whose earlier phase belongs to consumer 0's fills."""
-    rng = random.Random(0)
-    failures = [run_block(tiles, k, kernel_stages(), rng, turns=False) for tiles in (2, 3, 5) for k in (7, 8, 13)
-                for _ in range(3)]
-    assert all(failures), failures
-    assert run_block(3, 7, kernel_stages(), rng) is None
+    stages = kernel_stages("PP_STAGES")
+    failures = [play(Config(stages, 2, "pingpong", tiles, k, fault="no_turns"), Shuffled(seed)).error
+                for tiles in (2, 3, 5) for k in (7, 8, 13) for seed in range(3)]
+    assert all(f and "before K-tile" in f for f in failures), failures
+    assert play(Config(stages, 2, "pingpong", 3, 7), Shuffled(0)).error is None
+
+
+@pytest.mark.parametrize("schedule", pipeline.SCHEDULES)
+def test_a_barrier_told_to_expect_more_bytes_waits_forever(schedule):
+    for scheduler in (pipeline.Timed(), Shuffled(3)):
+        error = play(Config(schedule=schedule, tiles=4, fault="expect_tx"), scheduler).error
+        assert error and error.startswith("hang:") and "waits forever on full[0] phase 0" in error, error
+
+
+@pytest.mark.parametrize("schedule", pipeline.SCHEDULES)
+def test_a_wait_on_the_wrong_parity_reads_a_stage_before_it_is_full(schedule):
+    outcome = play(Config(schedule=schedule, tiles=4, fault="parity"))
+    assert outcome.error and "read stage 0 before K-tile 0 was in it" in outcome.error
+    assert outcome.trace[-1]["error"] == outcome.error          # the trace ends on the step that went wrong
+
+
+def test_cycle_by_cycle_the_ring_fills_then_turns_over():
+    """The timed play of the default configuration: the producer fills the 4 stages in its first 4 cycles, then
+    waits for stage 0 to be released; copies land a fixed number of cycles after they were issued; every tile is
+    stored by both consumers; each barrier's phase only ever grows."""
+    timed = pipeline.Timed(copy_cycles=6, mma_cycles=4)
+    outcome = play(Config(), timed)
+    assert outcome.error is None and sorted(outcome.stored) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    producer = [row["agents"]["producer"] for row in outcome.trace]
+    assert [p.startswith("expect") for p in producer[:5]] == [True] * 4 + [False]
+    assert producer[4] == "waits on empty[0] phase 0"
+    first_landing = next(row["cycle"] for row in outcome.trace if row["engines"])
+    assert first_landing == timed.copy_cycles
+    for name in ("full", "empty"):
+        for s in range(Config().stages):
+            phases = [row[name][s]["phase"] for row in outcome.trace]
+            assert phases == sorted(phases)
+    assert outcome.trace[-1]["full"][0]["phase"] == Config().tiles * Config().k_tiles // Config().stages
+
+
+def test_configurations_are_checked():
+    with pytest.raises(ValueError, match="ping-pong schedule takes two consumers"):
+        play(Config(consumers=1, schedule="pingpong"))
+    with pytest.raises(ValueError, match="only the ping-pong schedule has turns"):
+        play(Config(fault="no_turns"))
+    with pytest.raises(ValueError, match="fault must be one of"):
+        play(Config(fault="cosmic ray"))
+    with pytest.raises(ValueError, match="stages must be 2 to 8"):      # released one K-tile late, one would deadlock
+        play(Config(stages=1))

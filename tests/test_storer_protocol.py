@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import source
-from test_pingpong_protocol import schedule
+from gemmlab import pipeline, source
+from gemmlab.pipeline import ProtocolError, Step
 
 KERNEL = Path(__file__).parents[1] / "kernels" / "09_hopper.cu"
 
@@ -43,7 +43,8 @@ class NamedBarrier:
         """Arrive with ``threads`` threads; returns the generation arrived in (``bar.sync`` waits until it is past)."""
         arrived_in = self.generation
         self.arrived += threads
-        assert self.arrived <= self.count, "more arrivals than the barrier counts in one generation"
+        if self.arrived > self.count:
+            raise ProtocolError("more arrivals than the barrier counts in one generation")
         if self.arrived == self.count:
             self.generation, self.arrived = self.generation + 1, 0
         return arrived_in
@@ -61,30 +62,33 @@ def run_handover(boxes, rng, reads_left=None, free_barrier=True, engine_bias=0.5
     stored = []
 
     def consumer():
-        yield lambda: True
+        yield Step("start")
         for b in range(boxes):
             if free_barrier:
                 g = free.arrive(count - 32)           # bar.sync: wait until the storer says the buffer is free
-                yield lambda: free.generation > g
+                yield Step(f"write box {b}", lambda: free.generation > g, "the free barrier")
             reading = [box for box, buf in in_flight if buf == b % nbuf]
-            assert not reading, f"box {b} written into buffer {b % nbuf} while the engine reads box {reading[0]}"
+            if reading:
+                raise ProtocolError(f"box {b} written into buffer {b % nbuf} while the engine reads box {reading[0]}")
             buffer[b % nbuf] = b
             full.arrive(count - 32)                   # bar.arrive after the fence: written, store it
 
     def storer():
-        yield lambda: True
+        yield Step("start")
         for b in range(boxes):
             # cp.async.bulk.wait_group.read: every store but the most recent reads_left has been read (by position,
             # whichever order the engine read them in)
-            yield lambda: all(box >= b - reads_left for box, _ in in_flight)
+            yield Step(f"free buffer {b % nbuf}", lambda: all(box >= b - reads_left for box, _ in in_flight),
+                       "the engine's reads")
             if free_barrier:
                 free.arrive(32)                                 # bar.arrive: the buffer is free
             g = full.arrive(32)                                 # bar.sync: wait until the consumer has written it
-            yield lambda: full.generation > g
-            assert buffer[b % nbuf] == b, f"box {b} stored from buffer {b % nbuf}, which holds box {buffer[b % nbuf]}"
+            yield Step(f"store box {b}", lambda: full.generation > g, "the written barrier")
+            if buffer[b % nbuf] != b:
+                raise ProtocolError(f"box {b} stored from buffer {b % nbuf}, which holds box {buffer[b % nbuf]}")
             in_flight.append((b, b % nbuf))
             stored.append(b)
-        yield lambda: not in_flight                             # cp.async.bulk.wait_group 0 before the block ends
+        yield Step("end", lambda: not in_flight, "cp.async.bulk.wait_group 0")   # before the block ends
 
     def events():
         return [("read", j) for j in range(len(in_flight))]
@@ -92,7 +96,8 @@ def run_handover(boxes, rng, reads_left=None, free_barrier=True, engine_bias=0.5
     def fire(event):                                            # the engine finishes reading one store, any one
         in_flight.pop(event[1])
 
-    outcome = schedule([consumer(), storer()], events, fire, rng, engine_bias)
+    outcome = pipeline.interleave({"consumer": consumer(), "storer": storer()}, events, fire,
+                                  pipeline.Shuffled(rng.randrange(1 << 30), engine_bias))
     if outcome is None and stored != list(range(boxes)):
         return f"stored {stored}, not every box once in order"
     return outcome
