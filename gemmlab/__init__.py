@@ -17,6 +17,7 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
    :mod:`~gemmlab.provenance`, :mod:`~gemmlab.source`, :mod:`~gemmlab.tables`, :mod:`~gemmlab.figures`,
    :mod:`~gemmlab.workbench`, :mod:`~gemmlab.explorer_html` (the explorer pages' HTML),
    :mod:`~gemmlab.bank_explorer` (the Bank Conflict Explorer page),
+   :mod:`~gemmlab.pipeline_explorer` (the Pipeline Explorer page),
    :mod:`~gemmlab.barriers` (the static barrier check),
    :mod:`~gemmlab.watchdog` (child processes under a timeout) and
    :mod:`~gemmlab.colab` (installing PyCUDA in the chapters' Colab setup cell).
@@ -48,7 +49,7 @@ __version__ = "0.3.0"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "tc_configs", "shapes", "mma", "hopper", "streamk", "pipeline", "tail",
                 "compile_units",
-                "provenance", "source", "tables", "figures", "workbench", "explorer_html", "bank_explorer", "barriers",
+                "provenance", "source", "tables", "figures", "workbench", "explorer_html", "bank_explorer", "pipeline_explorer", "barriers",
                 "watchdog", "colab")),
     ("finding PyCUDA, the driver and a GPU", ("gpu",)),
     ("compiling and timing", ("compiler", "timing")),

@@ -322,6 +322,8 @@ def _play_timed(block: Block, clock: Timed, max_steps: int) -> Outcome:
                 else:
                     row["agents"][name] = f"waits on {step.wait}"
         except ProtocolError as e:                       # the row shows the step that went wrong, then the error
+            for name in block.agents:                    # those after it in this cycle never moved
+                row["agents"].setdefault(name, "stopped: the block went wrong")
             row.update(block.snapshot(), error=str(e))
             return Outcome(str(e), trace, block.stored)
         row.update(block.snapshot())

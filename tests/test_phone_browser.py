@@ -75,6 +75,6 @@ def test_a_figure_wider_than_a_phone_says_it_scrolls(chapter, served_book, brows
 
 def test_each_explorer_sits_beside_its_chapter(toc_pages):
     after = {"book/workbench": "chapters/02_tiled", "book/banks": "chapters/04_banks",
-             "book/occupancy": "chapters/05_occupancy"}
+             "book/occupancy": "chapters/05_occupancy", "book/pipeline": "chapters/09_hopper"}
     for explorer, chapter in after.items():
         assert toc_pages.index(explorer) == toc_pages.index(chapter) + 1, f"{explorer} does not follow {chapter}"
