@@ -12,6 +12,7 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
    :mod:`~gemmlab.hopper` (the copy engine's swizzles, tensor maps and ``wgmma`` descriptors, for chapter 9),
    :mod:`~gemmlab.streamk` (chapter 9's stream-K split and the order its parts meet in),
    :mod:`~gemmlab.pipeline` (chapter 9's ring of stages and its mbarriers, played without a GPU),
+   :mod:`~gemmlab.hopper_steps` (chapter 9's steps, one kernel file each, and their generated entry points),
    :mod:`~gemmlab.tail` (chapter 8's shared last wave: when, and who computes which K-tiles),
    :mod:`~gemmlab.compile_units` (what nvcc gets for each file),
    :mod:`~gemmlab.provenance`, :mod:`~gemmlab.source`, :mod:`~gemmlab.tables`, :mod:`~gemmlab.figures`,
@@ -47,7 +48,7 @@ __all__ = ["GPUUnavailable", "LAYERS", "kernels", "lookup"]
 __version__ = "0.3.0"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "tc_configs", "shapes", "mma", "hopper", "streamk", "pipeline", "tail",
+    ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "tc_configs", "shapes", "mma", "hopper", "streamk", "pipeline", "hopper_steps", "tail",
                 "compile_units",
                 "provenance", "source", "tables", "figures", "workbench", "explorer_html", "bank_explorer", "pipeline_explorer", "barriers",
                 "watchdog", "colab")),
