@@ -8,7 +8,7 @@ and including ``kernels/09_hopper.cuh``, the Hopper primitives. The files hold n
 unit appends to the file's text (:func:`unit_text`), as :mod:`gemmlab.fast_configs` does for chapter 7. A step's
 registry name, entry points and configuration thus share one name (``hopper_ring``, ``hopper_ring_bf16``).
 
-:attr:`HopperStep.old` names the entry points of ``kernels/09_hopper.cu`` (the ladder as one file) that each step
+``HopperStep.old`` names the entry points of ``kernels/09_hopper.cu`` (the ladder as one file) that each step
 replaces; tests/test_hopper_steps.py compares the machine code of both, function by function. Pure Python,
 self-contained: no GPU, no compiler, no other module of gemmlab.
 """
@@ -37,9 +37,9 @@ PARAMETERS = {
                 "unsigned* __restrict__ flags, unsigned epoch",
                 "&a_map, &bt_map, &c_map, M, N, K, flags, epoch"),
 }
-"""Each kind of parameter list: (the entry point's parameters, the arguments it passes to the step's function).
-``c_map``: C is stored through its tensor map, and the pointer C (which the host still passes) goes unused;
-``streamk``: the flags, one per consumer warpgroup of the grid, and the launch's epoch follow."""
+"""The kinds of parameter list, each as (the entry point's parameters, the arguments it passes to the step's
+function). With ``c_map`` C is stored through its tensor map, and the pointer C (which the host still passes) goes
+unused; with ``streamk`` the flags, one per consumer warpgroup of the grid, and the launch's epoch follow."""
 
 
 @dataclass(frozen=True)
