@@ -12,6 +12,8 @@
 - Launch buttons (Colab) only on notebooks with the course's setup cell (tag ``colab-setup``): a
   notebook without it (the Workbench) could not import ``gemmlab`` on Colab, so it offers no button.
 - No top bar, so that the sidebar toggle and the contents button work (see ``_no_top_bar``).
+- ``{results}`file``` links a measurement in ``results/`` to the repository at the release tag
+  (``_config.yml``'s ``repository.url`` and ``branch``), so the lab notes cite the files as they were released.
 """
 
 from __future__ import annotations
@@ -90,7 +92,20 @@ def _no_top_bar(app, config):
     config.html_theme_options = options
 
 
+def _results_role(app, config):
+    """``{results}`power-h200.txt``` links ``results/power-h200.txt`` at the release tag: one place for the tag,
+    the one ``scripts/set-version.py`` writes (the repository's ``branch`` in ``_config.yml``)."""
+    import yaml
+
+    repository = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
+    links = dict(config.extlinks or {})
+    links["results"] = (f"{repository['url']}/blob/{repository['branch']}/results/%s", "%s")
+    config.extlinks = links
+
+
 def setup(app):
+    app.setup_extension("sphinx.ext.extlinks")
+    app.connect("config-inited", _results_role)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     app.connect("config-inited", _no_top_bar)     # before the theme's builder-inited reads the options
