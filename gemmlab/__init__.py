@@ -12,7 +12,6 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
    :mod:`~gemmlab.hopper` (the copy engine's swizzles, tensor maps and ``wgmma`` descriptors, for chapter 9),
    :mod:`~gemmlab.streamk` (chapter 9's stream-K split and the order its parts meet in),
    :mod:`~gemmlab.tail` (chapter 8's shared last wave: when, and who computes which K-tiles),
-   :mod:`~gemmlab.compile_units` (what nvcc gets for each file),
    :mod:`~gemmlab.provenance`, :mod:`~gemmlab.source`, :mod:`~gemmlab.tables`, :mod:`~gemmlab.figures`,
    :mod:`~gemmlab.workbench`, :mod:`~gemmlab.explorer_html` (the explorer pages' HTML),
    :mod:`~gemmlab.bank_explorer` (the Bank Conflict Explorer page),
@@ -20,7 +19,8 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
    :mod:`~gemmlab.watchdog` (child processes under a timeout) and
    :mod:`~gemmlab.colab` (installing PyCUDA in the chapters' Colab setup cell).
 2. **Finding PyCUDA, the driver and a GPU**: :mod:`~gemmlab.gpu`.
-3. **Compiling and timing**: :mod:`~gemmlab.compiler`, :mod:`~gemmlab.timing`.
+3. **Compiling and timing**: :mod:`~gemmlab.compiler`, :mod:`~gemmlab.compile_units` (what nvcc gets for each
+   file), :mod:`~gemmlab.timing`.
 4. **The device and its software**: :mod:`~gemmlab.device` (limits and ceilings),
    :mod:`~gemmlab.environment` (GPU, driver, toolkit and package versions), :mod:`~gemmlab.budget`
    (problem sizes scaled so that no cell takes much over two minutes on a T4),
@@ -46,11 +46,10 @@ __version__ = "0.3.0"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("no GPU", ("limits", "models", "banks", "occupancy", "verify", "fast_configs", "tc_configs", "shapes", "mma", "hopper", "streamk", "tail",
-                "compile_units",
                 "provenance", "source", "tables", "figures", "workbench", "explorer_html", "bank_explorer", "barriers",
                 "watchdog", "colab")),
     ("finding PyCUDA, the driver and a GPU", ("gpu",)),
-    ("compiling and timing", ("compiler", "timing")),
+    ("compiling and timing", ("compiler", "compile_units", "timing")),
     ("the device and its software", ("device", "environment", "budget", "occupancy_explorer")),
     ("launching", ("checks", "gemm", "tensor_gemm", "probes", "tma", "tc_tma")),
     ("every kernel by name", ("registry",)),

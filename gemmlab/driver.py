@@ -2,7 +2,7 @@
 
 Chapter 5 checks :func:`gemmlab.occupancy.calculate` against
 ``cuOccupancyMaxActiveBlocksPerMultiprocessor``. PyCUDA has no binding for it, so this module
-calls ``libcuda`` through ``ctypes``: it loads the same cubin (or PTX) that :func:`gemmlab.compiler.load`
+calls ``libcuda`` through ``ctypes``: it loads the same cubin (or PTX) that :func:`gemmlab.compile_units.load`
 built into the current (PyCUDA) context and asks the driver about one of its functions.
 """
 
@@ -12,8 +12,8 @@ import ctypes
 from dataclasses import dataclass
 from typing import Iterable
 
-from . import compiler, device, gpu, occupancy
-from .compile_units import CompileUnit
+from . import compile_units, device, gpu, occupancy
+from .compiler import CompileUnit
 from .gpu import driver_call as _call
 
 
@@ -21,7 +21,7 @@ def max_active_blocks(source: str | CompileUnit, function: str, threads_per_bloc
     """Blocks of ``function`` (in kernel file ``source``) that the driver says fit on one SM at once,
     for blocks of ``threads_per_block`` threads with ``dynamic_shared_bytes`` of dynamic shared memory."""
     gpu.cuda()
-    compiled = compiler.load(source)
+    compiled = compile_units.load(source)
     fn = compiled.driver_function(function, dynamic_shared_bytes)        # the limit raised, as a launch would
     blocks = ctypes.c_int()
     _call("cuOccupancyMaxActiveBlocksPerMultiprocessor", ctypes.byref(blocks), fn,
@@ -50,7 +50,7 @@ class OccupancyCase:
 
 def compare(source: str | CompileUnit, function: str, threads: int, dynamic_shared: int = 0) -> OccupancyCase:
     """The calculator and the driver on one kernel and launch configuration."""
-    res = compiler.load(source).resources(function)
+    res = compile_units.load(source).resources(function)
     try:
         occ = occupancy.calculate(device.current(), threads, res.registers, res.shared_bytes + dynamic_shared)
         model, binding = occ.blocks_per_sm, tuple(occ.binding)
@@ -68,7 +68,7 @@ def sweep(functions: Iterable[tuple[str | CompileUnit, str]], threads: Iterable[
     spec = device.current()
     cases = []
     for source, function in functions:
-        res = compiler.load(source).resources(function)
+        res = compile_units.load(source).resources(function)
         for t in threads:
             for d in dynamic_shared:
                 if t <= res.max_threads_per_block and res.shared_bytes + d <= spec.shared_per_block_optin:

@@ -14,8 +14,8 @@ from typing import Any, SupportsInt
 
 import numpy as np
 
-from . import checks, compiler, device, gpu, verify
-from .compile_units import CompileUnit
+from . import checks, compile_units, compiler, device, gpu, verify
+from .compiler import CompileUnit
 
 
 @dataclass
@@ -46,7 +46,7 @@ class DeviceProblem:
 class GemmKernel:
     """One GEMM kernel: ``C = kernel(A, B)`` for float32 row-major matrices.
 
-    ``source`` is a kernel file (its course compile unit) or a :class:`~gemmlab.compile_units.CompileUnit`;
+    ``source`` is a kernel file (its course compile unit) or a :class:`~gemmlab.compiler.CompileUnit`;
     ``block`` is the thread block; ``tile`` the (rows, cols) of C one block computes. The grid follows
     from them: ``ceil(N / tile_cols) x ceil(M / tile_rows)``, times ``split_k`` along z for a kernel
     whose blocks each sum a part of K into C (C is zeroed first, in the same stream).
@@ -77,7 +77,7 @@ class GemmKernel:
         return M, N, K
 
     def compiled(self) -> compiler.CompiledFile:
-        return compiler.load(self.source)
+        return compile_units.load(self.source)
 
     @property
     def entry_point(self) -> str:

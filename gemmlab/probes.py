@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, SupportsInt
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from . import compiler, device, gpu, mma, timing
+from . import compile_units, compiler, device, gpu, mma, timing
 from .checks import check_block, check_fits, check_grid
 from .compile_units import FMA_CHAINS, MMA_CHAINS
 
@@ -39,7 +39,7 @@ def bank_probe(blocks: int, iters: int, with_global_loads: bool) -> np.ndarray:
     check_fits(4 * (n + blocks * 1024), device.free_memory(), "bank_probe")
     src = gpuarray.zeros(n, np.float32)
     out = gpuarray.empty(blocks * 1024, np.float32)
-    compiler.load(BANKS).function("bank_probe")(out.gpudata, src.gpudata, np.int32(iters), np.int32(bool(with_global_loads)),
+    compile_units.load(BANKS).function("bank_probe")(out.gpudata, src.gpudata, np.int32(iters), np.int32(bool(with_global_loads)),
                                                 block=(1024, 1, 1), grid=(blocks, 1, 1))
     drv.Context.synchronize()
     return out.get()
@@ -63,7 +63,7 @@ def hello_ids(blocks: int, threads: int) -> np.ndarray:
     check_grid((blocks, 1, 1), spec)
     n = blocks * threads
     out = np.full((n, 3), -1, np.int32)
-    compiler.load(PROBES).function("hello_ids")(drv.Out(out), np.int32(n), block=(threads, 1, 1), grid=(blocks, 1, 1))
+    compile_units.load(PROBES).function("hello_ids")(drv.Out(out), np.int32(n), block=(threads, 1, 1), grid=(blocks, 1, 1))
     return out
 
 
@@ -80,7 +80,7 @@ def copy(src: Any, dst: Any, threads: int = 256) -> None:
     _check_copy(src, dst, threads, spec)
     blocks = -(-(src.size // 4 + 3) // threads)
     check_grid((blocks, 1, 1), spec)
-    compiler.load(PROBES).function("copy_f32")(src.gpudata, dst.gpudata, np.int64(src.size),
+    compile_units.load(PROBES).function("copy_f32")(src.gpudata, dst.gpudata, np.int64(src.size),
                                                block=(threads, 1, 1), grid=(blocks, 1, 1))
 
 
@@ -91,7 +91,7 @@ def copy_passes(src: Any, dst: Any, passes: int, threads: int = 256) -> None:
     _check_copy(src, dst, threads, spec)
     if passes < 1:
         raise ValueError(f"passes must be at least 1, got {passes}")
-    compiler.load(PROBES).function("copy_passes_f32")(src.gpudata, dst.gpudata, np.int64(src.size), np.int32(passes),
+    compile_units.load(PROBES).function("copy_passes_f32")(src.gpudata, dst.gpudata, np.int64(src.size), np.int32(passes),
                                                       block=(threads, 1, 1), grid=probe_grid(threads, spec, waves=1))
 
 
@@ -103,7 +103,7 @@ def fma(out: Any, iters: int, threads: int = 256) -> None:
         raise ValueError(f"fma needs len(out) to be a multiple of threads={threads}, got {out.size}")
     blocks = out.size // threads
     check_grid((blocks, 1, 1), spec)
-    compiler.load(PROBES).function("fma_f32")(out.gpudata, np.int32(iters), np.float32(0.5), np.float32(0.5),
+    compile_units.load(PROBES).function("fma_f32")(out.gpudata, np.int32(iters), np.float32(0.5), np.float32(0.5),
                                               block=(threads, 1, 1), grid=(blocks, 1, 1))
 
 
@@ -127,7 +127,7 @@ def barrier_deadlock(spin_limit: int, threads: int = 128) -> np.ndarray:
         raise ValueError(f"the deadlock needs more than one warp, got threads={threads}")
     check_block((threads, 1, 1), spec)
     out = np.zeros(threads, np.int32)
-    compiler.load("03_deadlock.cu").function("barrier_deadlock")(drv.InOut(out), np.int32(spin_limit),
+    compile_units.load("03_deadlock.cu").function("barrier_deadlock")(drv.InOut(out), np.int32(spin_limit),
                                                                  block=(threads, 1, 1), grid=(1, 1, 1))
     return out
 
@@ -167,7 +167,7 @@ def mma_registers(shape: str, dtype: str, a_words: ArrayLike, b_words: ArrayLike
     c = _words("c_values", c_values, (mma.WARP, ins.registers("C")), np.float32)
     drv = gpu.cuda()
     d = np.zeros((mma.WARP, 4), np.uint32)
-    compiler.load(MMA_PROBES).function(ins.probe)(drv.In(a), drv.In(b), drv.In(c), drv.Out(d),
+    compile_units.load(MMA_PROBES).function(ins.probe)(drv.In(a), drv.In(b), drv.In(c), drv.Out(d),
                                                   block=(mma.WARP, 1, 1), grid=(1, 1, 1))
     return d
 
@@ -178,7 +178,7 @@ def mma_product(A: ArrayLike, B: ArrayLike, C: ArrayLike, shape: str = "m16n8k16
     it holds A, B and C, and D read back where the same model says it sits (float32, M x N). With the
     right layout this is the product; with a wrong one, a scrambled matrix."""
     ins = mma.instruction(shape, dtype)
-    arch = compiler.load(MMA_PROBES).arch
+    arch = compile_units.load(MMA_PROBES).arch
     if _arch_number(arch) < ins.sm:
         raise gpu.GPUUnavailable(f"{ins.ptx} needs sm_{ins.sm} or newer, and the kernels here are compiled for {arch}.")
     words = [mma.pack(mma.lane_values(X, shape, dtype, op), ins.element_type(op)) for X, op in ((A, "A"), (B, "B"))]
@@ -208,7 +208,7 @@ def ldmatrix_registers(image: ArrayLike, offsets: Iterable[SupportsInt], num: in
         raise ValueError(f"row addresses must be 16-byte aligned and inside the {2 * img.size}-byte image, got {bad[:4]}")
     drv = gpu.cuda()
     out = np.zeros((mma.WARP, 4), np.uint32)
-    compiler.load(MMA_PROBES).function("ldmatrix_probe")(
+    compile_units.load(MMA_PROBES).function("ldmatrix_probe")(
         drv.In(img.view(np.uint32)), np.int32(img.size // 2), drv.In(np.array(offs, np.uint32)), drv.Out(out),
         np.int32(num), np.int32(bool(trans)), block=(mma.WARP, 1, 1), grid=(1, 1, 1))
     return out[:, :num].copy()
@@ -231,7 +231,7 @@ def mma_probe(shape: str = "m16n8k16", dtype: str = "f16", iters: int = 4096,
     gpu.cuda()
     spec = device.current()
     check_block((threads, 1, 1), spec)
-    compiled = compiler.load(MMA_PROBES)
+    compiled = compile_units.load(MMA_PROBES)
     if compiler.capability(compiled.arch) < MMA_CEILINGS[shape, dtype]:
         return None
     from pycuda import gpuarray
@@ -276,7 +276,7 @@ def steady_state(part: str, iters: int = 4096) -> float | None:
         raise ValueError(f"iters must be positive, got {iters}")
     gpu.cuda()
     spec = device.current()
-    compiled = compiler.load(STEADY)
+    compiled = compile_units.load(STEADY)
     if _arch_number(compiled.arch) < 80 or spec.shared_per_block_optin < STEADY_SHARED_BYTES:
         return None
     from pycuda import gpuarray
@@ -308,7 +308,7 @@ def wgmma_product(A: ArrayLike, Bt: ArrayLike) -> np.ndarray:
     if A.shape != (64, 64) or Bt.shape != (64, 64):
         raise ValueError(f"A and Bt must both be 64 x 64, got {A.shape} and {Bt.shape}")
     drv = gpu.cuda()
-    fn = compiler.load(WGMMA_PROBE).function("wgmma_probe")
+    fn = compile_units.load(WGMMA_PROBE).function("wgmma_probe")
     regs = np.zeros((hopper.WARPGROUP, 32), np.float32)
     fn(drv.In(mma.to_bf16_bits(A)), drv.In(mma.to_bf16_bits(Bt)), drv.Out(regs), block=(hopper.WARPGROUP, 1, 1), grid=(1, 1, 1))
     D = np.full((64, 64), np.nan, np.float32)

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import SupportsInt
 
-from . import compile_units, hopper, tc_configs, tensor_gemm, tma
+from . import compile_units, compiler, hopper, tc_configs, tensor_gemm, tma
 from .tc_configs import TMA_WS, TmaWsConfig
 
 
-def unit() -> compile_units.CompileUnit:
+def unit() -> compiler.CompileUnit:
     """The compile unit of the Hopper step: ``08_tensor_core.cu`` with ``TC_TMA_WS`` defined, for sm_90a."""
     return compile_units.arch_unit(tc_configs.SOURCE, TMA_WS.ARCH)
 

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence, SupportsInt
 
 import numpy as np
 
-from . import checks, compiler, device, gpu, hopper, tensor_gemm
+from . import checks, compile_units, compiler, device, gpu, hopper, tensor_gemm
 from .gemm import DeviceProblem
 
 TENSOR_MAP_BYTES = 128
@@ -114,7 +114,7 @@ def tile_image(matrix: np.ndarray, dtype: str, box_rows: int, box_cols: int, swi
     src = gpuarray.to_gpu(M)
     out = gpuarray.zeros(expect, np.uint8)
     keep, map_address = _aligned_copy(encode(m, int(src.gpudata)))
-    compiled = compiler.load(SOURCE)
+    compiled = compile_units.load(SOURCE)
     args = [ctypes.c_int(x), ctypes.c_int(y), ctypes.c_uint64(int(out.gpudata)), ctypes.c_int(expect)]
     _launch(compiled.driver_function("tma_tile_image", expect), (1, 1, 1), expect,
             [map_address, *(ctypes.addressof(a) for a in args)])

@@ -58,7 +58,7 @@ def test_every_cell_fits_two_minutes_on_a_t4():
     for name, i, cell, t in _cells_with_times():
         m = SCALED_CALL.search(cell.source)
         if "budget-compile" in cell.metadata.get("tags", []):
-            assert m is None and "compiler.load(" in cell.source, f"{name} cell {i} is tagged budget-compile but does not only compile"
+            assert m is None and "compile_units.load(" in cell.source, f"{name} cell {i} is tagged budget-compile but does not only compile"
             estimate = t * budget.COMPILE_SLOWDOWN
         elif m is None:
             estimate = budget.estimate(t, device.T4)

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from gemmlab import compile_units, fast_configs
-from gemmlab.compile_units import CompileUnit
+from gemmlab.compiler import CompileUnit
 from gemmlab.fast_configs import FastConfig
 
 ARCHS = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"]

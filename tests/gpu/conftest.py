@@ -58,12 +58,12 @@ def hopper_hangs():
     """``{(function, precision)}`` of chapter 9's GEMMs that hang (:func:`first_runs_that_hang`), found before any
     of them runs in this process. A kernel whose barriers wait forever then fails its own tests in seconds instead
     of stopping the whole run. Empty where these kernels cannot run."""
-    from gemmlab import compiler, device, tma
+    from gemmlab import compile_units, device, tma
 
     gpu.cuda()
     if tma.hopper_kernel().unavailable_on(device.current()):
         return set()
-    compiler.load(tma.SOURCE)
+    compile_units.load(tma.SOURCE)
     return first_runs_that_hang(OPERANDS + "GEMMS = {c.function: c for c in tma.GEMMS}\n",
                                 {(c.function, p): f"tma.gemm(A, B, GEMMS[{c.function!r}], {p!r})"
                                  for c in tma.GEMMS for p in tma.PRECISIONS})

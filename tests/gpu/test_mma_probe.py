@@ -14,7 +14,7 @@ Run alone with ``python3 -m pytest tests/gpu/test_mma_probe.py`` on a machine wi
 import numpy as np
 import pytest
 
-from gemmlab import compiler, gpu, mma, probes
+from gemmlab import compile_units, compiler, gpu, mma, probes
 
 IDS = [f"{i.shape}-{i.dtype}" for i in mma.INSTRUCTIONS]
 
@@ -22,7 +22,7 @@ IDS = [f"{i.shape}-{i.dtype}" for i in mma.INSTRUCTIONS]
 @pytest.fixture(scope="module")
 def arch() -> int:
     """The architecture the probe is compiled for (75 where GEMMLAB_ARCH=compute_75 on a newer GPU)."""
-    return probes._arch_number(compiler.load(probes.MMA_PROBES, quiet=True).arch)
+    return probes._arch_number(compile_units.load(probes.MMA_PROBES, quiet=True).arch)
 
 
 def operands(ins, seed):

@@ -8,14 +8,14 @@ from gemmlab import compile_units, compiler, device, models, probes
 
 def test_provenance_line_printed_once(capsys):
     compiler._loaded.clear()
-    compiler.load("00_probes.cu")
-    compiler.load("00_probes.cu")
+    compile_units.load("00_probes.cu")
+    compile_units.load("00_probes.cu")
     out = capsys.readouterr().out
     assert out == compile_units.unit("00_probes.cu").provenance(compiler.target()) + "\n"
 
 
 def test_resources_match_the_model():
-    f = compiler.load("02_tiled.cu", quiet=True)
+    f = compile_units.load("02_tiled.cu", quiet=True)
     for T in (8, 16, 32):
         r = f.resources(f"gemm_tiled_{T}")
         assert r.shared_bytes == models.tiled_shared_bytes(T)
@@ -25,7 +25,7 @@ def test_resources_match_the_model():
 
 
 def test_without_cuobjdump_the_sass_is_refused_in_one_sentence(monkeypatch):
-    f = compiler.load("02_tiled.cu", quiet=True)
+    f = compile_units.load("02_tiled.cu", quiet=True)
     monkeypatch.setattr(compiler.watchdog, "find_tool", lambda name, *more: None)
     with pytest.raises(compiler.SassUnavailable, match="cuobjdump .* not installed here") as err:
         f.sass("gemm_tiled_32")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmlab import compiler, device, gpu, hopper, tma
+from gemmlab import compile_units, compiler, device, gpu, hopper, tma
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sass_claims import HOPPER_OPS, hopper_problems  # noqa: E402
@@ -90,7 +90,7 @@ def test_hopper_code_says_why_it_cannot_compile_elsewhere():
     if compiler.target() == "sm_90":
         pytest.skip("this run compiles sm_90a code")
     with pytest.raises(gpu.GPUUnavailable, match="sm_90a instructions"):
-        compiler.load(tma.SOURCE)
+        compile_units.load(tma.SOURCE)
 
 
 def test_one_warpgroup_multiplies_where_the_model_says(hopper_gpu):
@@ -293,7 +293,7 @@ def test_the_machine_code_multiplies_with_hgmma_and_never_spills(precision, hopp
     """What the chapter says of the SASS: every GEMM of 09_hopper.cu multiplies with HGMMA (wgmma), copies with
     the tensor copy engine (UTMALDG), and uses no local memory; the copy-engine epilogue stores with UTMASTG and
     no thread stores to global memory (STG); the stream-K kernel also adds with the engine (UTMAREDG)."""
-    compiled = compiler.load(tma.SOURCE)
+    compiled = compile_units.load(tma.SOURCE)
     for config in tma.GEMMS:
         entry = tma.hopper_kernel(config, precision=precision).entry_point
         try:
