@@ -19,16 +19,15 @@ goes up). The bottom layer needs no GPU, so the CPU tests, the explorers and the
    :mod:`~gemmlab.watchdog` (child processes under a timeout) and
    :mod:`~gemmlab.colab` (installing PyCUDA in the chapters' Colab setup cell).
 2. **Finding PyCUDA, the driver and a GPU**: :mod:`~gemmlab.gpu`.
-3. **Compiling and timing**: :mod:`~gemmlab.compiler`, :mod:`~gemmlab.compile_units` (what nvcc gets for each
-   file), :mod:`~gemmlab.timing`.
+3. **Compiling and timing**: :mod:`~gemmlab.compiler`, :mod:`~gemmlab.timing`.
 4. **The device and its software**: :mod:`~gemmlab.device` (limits and ceilings),
    :mod:`~gemmlab.environment` (GPU, driver, toolkit and package versions), :mod:`~gemmlab.budget`
    (problem sizes scaled so that no cell takes much over two minutes on a T4),
    :mod:`~gemmlab.occupancy_explorer` (the Occupancy Calculator page).
-5. **Launching**: :mod:`~gemmlab.checks` (inputs), :mod:`~gemmlab.gemm` (the GEMM kernel class),
+5. **Launching**: :mod:`~gemmlab.tensor_maps` (tensor maps for Hopper's copy engine, encoded by the driver),
+   :mod:`~gemmlab.compile_units` (what nvcc gets for each file), :mod:`~gemmlab.checks` (inputs), :mod:`~gemmlab.gemm` (the GEMM kernel class),
    :mod:`~gemmlab.tensor_gemm` (the tensor-core kernels: FP16, BF16 and TF32 inputs),
-   :mod:`~gemmlab.probes` (the kernels that are not GEMMs), :mod:`~gemmlab.tma` (tensor maps for Hopper's copy
-   engine, encoded by the driver), :mod:`~gemmlab.tc_tma` (chapter 8's Hopper step, ``mma.sync`` fed by that
+   :mod:`~gemmlab.probes` (the kernels that are not GEMMs), :mod:`~gemmlab.tma` (chapter 9's GEMMs), :mod:`~gemmlab.tc_tma` (chapter 8's Hopper step, ``mma.sync`` fed by that
    engine).
 6. **Every kernel by name**: :mod:`~gemmlab.registry`.
 7. **Measuring**: :mod:`~gemmlab.bench` (the ladder), :mod:`~gemmlab.precisions` (cuBLAS with tensor
@@ -49,9 +48,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "provenance", "source", "tables", "figures", "workbench", "explorer_html", "bank_explorer", "barriers",
                 "watchdog", "colab")),
     ("finding PyCUDA, the driver and a GPU", ("gpu",)),
-    ("compiling and timing", ("compiler", "compile_units", "timing")),
+    ("compiling and timing", ("compiler", "timing")),
     ("the device and its software", ("device", "environment", "budget", "occupancy_explorer")),
-    ("launching", ("checks", "gemm", "tensor_gemm", "probes", "tma", "tc_tma")),
+    ("launching", ("tensor_maps", "compile_units", "checks", "gemm", "tensor_gemm", "probes", "tma", "tc_tma")),
     ("every kernel by name", ("registry",)),
     ("measuring", ("bench", "precisions", "ceilings", "tuning", "nsight", "driver", "exercises")),
     ("the command line", ("__main__",)),

@@ -18,7 +18,7 @@ import functools
 from pathlib import Path
 from typing import Iterable
 
-from . import compiler, fast_configs, provenance, tc_configs
+from . import compiler, fast_configs, provenance, tc_configs, tensor_maps
 from .compiler import CompileUnit
 
 FMA_CHAINS = 8
@@ -34,7 +34,7 @@ DEFINES: dict[str, dict[str, int]] = {
 }
 
 ARCH_SPECIFIC: dict[str, str] = {
-    "09_hopper.cu": "sm_90a",
+    tensor_maps.SOURCE: tensor_maps.ARCH,           # 09_hopper.cu: sm_90a
 }
 """The files that use one architecture's own instructions (Hopper's ``wgmma`` needs sm_90a), with that
 architecture: they compile for it alone, and only on such a GPU."""

@@ -2,7 +2,7 @@
 ``kernels/08_tensor_core.cu``, compiled for sm_90a in that file's second unit, :func:`gemmlab.compile_units.arch_unit`).
 
 The operands are chapter 8's (:func:`gemmlab.tensor_gemm.device_operands`: rounded, rows padded with zeros to
-16 bytes, B not transposed); the kernel takes them through two tensor maps (:mod:`gemmlab.tma`), whose boxes are
+16 bytes, B not transposed); the kernel takes them through two tensor maps (:mod:`gemmlab.tensor_maps`), whose boxes are
 its tiles: A in boxes of 128 rows x BK columns, in the swizzle as wide as a box's rows (BK = 64: 128 bytes), B in
 boxes of BK rows x 64 columns in the 128-byte swizzle, four per tile. What lies outside a matrix arrives as zeros,
 so every size takes the one path. On any GPU but a Hopper the kernel says why it cannot run, in one sentence
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import SupportsInt
 
 from . import compile_units, compiler, hopper, tc_configs, tensor_gemm, tma
+from .tensor_maps import launch_with_maps, map_addresses
 from .tc_configs import TMA_WS, TmaWsConfig
 
 
@@ -46,9 +47,9 @@ class TmaWsKernel(tma.Sm90aOnly):
                extra_shared: int = 0) -> None:
         """Enqueue the kernel on device buffers laid out as ``on_device`` makes them."""
         c = self.tma_config
-        maps = tma.map_addresses((c, self.precision, int(a_ptr), int(b_ptr), M, N, K),
-                                 lambda: zip(tensor_maps(c, self.precision, M, N, K), (a_ptr, b_ptr)))
-        tma.launch_with_maps(self, self.grid(M, N), c.shared_bytes, c.THREADS, maps, c_ptr, M, N, K)
+        maps = map_addresses((c, self.precision, int(a_ptr), int(b_ptr), M, N, K),
+                             lambda: zip(tensor_maps(c, self.precision, M, N, K), (a_ptr, b_ptr)))
+        launch_with_maps(self, self.grid(M, N), c.shared_bytes, c.THREADS, maps, c_ptr, M, N, K)
 
 
 def tma_kernel(precision: str = "FP16", config: TmaWsConfig = TMA_WS, name: str | None = None) -> TmaWsKernel:

@@ -80,10 +80,10 @@ def test_descriptors_round_trip_and_put_each_field_where_the_ptx_isa_says():
 
 
 def test_a_broken_map_is_named_before_any_gpu_is_needed():
-    from gemmlab import tma
+    from gemmlab import tensor_maps
     bad = hopper.matrix_map(100, 1234, "FP16", 64, 64)
     with pytest.raises(ValueError, match="global stride 1 must be a positive multiple of 16 bytes"):
-        tma.encode(bad, 0)
+        tensor_maps.encode(bad, 0)
 
 
 def test_the_box_image_model():
@@ -111,9 +111,9 @@ def test_every_accumulator_has_one_place(n):
 
 def test_expecting_fewer_bytes_than_the_box_is_refused_before_any_gpu():
     import numpy as np
-    from gemmlab import tma
+    from gemmlab import tensor_maps
     with pytest.raises(ValueError, match="at least the box's 8,192 bytes"):
-        tma.tile_image(np.zeros((64, 64), np.uint16), "FP16", 64, 64, expect_bytes=4096)
+        tensor_maps.tile_image(np.zeros((64, 64), np.uint16), "FP16", 64, 64, expect_bytes=4096)
 
 
 def test_the_wgmma_gemms_refuse_what_they_cannot_take_before_any_gpu():
@@ -346,3 +346,11 @@ def test_a_kernel_s_shared_memory_limit_is_raised_once_not_at_every_launch(monke
     assert calls == ["cuModuleLoadData", "cuModuleGetFunction", "cuFuncSetAttribute"]
     compiled.driver_function("wgmma_gemm_tmastore_bf16", 232_448)
     assert calls[-1] == "cuFuncSetAttribute" and len(calls) == 4
+
+
+def test_the_copy_engine_probe_compiles_the_course_unit_of_its_file():
+    """tensor_maps.tile_image compiles 09_hopper.cu without asking the course's compile units (the runtime sits below
+    them); its unit must be the one they give, or the file would be compiled twice, once without what Python adds."""
+    from gemmlab import compile_units, tensor_maps
+
+    assert tensor_maps.unit() == compile_units.unit(tensor_maps.SOURCE)

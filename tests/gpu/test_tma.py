@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmlab import compile_units, compiler, device, gpu, hopper, tma
+from gemmlab import compile_units, compiler, device, gpu, hopper, tensor_maps, tma
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sass_claims import HOPPER_OPS, hopper_problems  # noqa: E402
@@ -50,9 +50,9 @@ def test_the_driver_agrees_with_the_rules(case, hopper_gpu):
     buf = gpuarray.zeros(4 * 4096 * 4096 + 64, np.uint8)
     m = hopper.matrix_map(**case)
     address = int(buf.gpudata) + m.address
-    assert tma.driver_accepts(m, address) == (m.problems() == []), m.problems()
+    assert tensor_maps.driver_accepts(m, address) == (m.problems() == []), m.problems()
     if not m.problems():
-        assert len(tma.encode(m, address)) == tma.TENSOR_MAP_BYTES
+        assert len(tensor_maps.encode(m, address)) == tensor_maps.TENSOR_MAP_BYTES
 
 
 def test_older_gpus_are_told_in_one_sentence():
@@ -60,7 +60,7 @@ def test_older_gpus_are_told_in_one_sentence():
     if tuple(device.current().compute_capability) >= (9, 0):
         pytest.skip("this GPU has tensor maps")
     with pytest.raises(gpu.GPUUnavailable, match="tensor maps need compute capability 9.0"):
-        tma.encode(hopper.matrix_map(64, 64, "FP16", 64, 64), 0)
+        tensor_maps.encode(hopper.matrix_map(64, 64, "FP16", 64, 64), 0)
 
 
 IMAGES = [
@@ -81,7 +81,7 @@ def test_the_copy_engine_writes_the_modelled_image(case, hopper_gpu):
     values = np.arange(rows * cols, dtype=np.uint32).reshape(rows, cols)
     M = (values % 65521 + 1).astype(np.uint16) if case["dtype"] != "FP32" else values.view(np.float32)
     x, y = case["at"]
-    got = tma.tile_image(M, case["dtype"], *case["box"], case["swizzle"], x=x, y=y)
+    got = tensor_maps.tile_image(M, case["dtype"], *case["box"], case["swizzle"], x=x, y=y)
     assert np.array_equal(got, hopper.box_image(M, *case["box"], case["swizzle"], x=x, y=y))
 
 
@@ -108,12 +108,12 @@ def test_a_barrier_told_to_expect_more_bytes_never_completes(hopper_gpu):
     The watchdog stops the child; this process's GPU still works."""
     from gemmlab import watchdog
 
-    code = ("import numpy as np; from gemmlab import tma; "
-            "tma.tile_image(np.zeros((64, 64), np.uint16), 'FP16', 64, 64, expect_bytes=64 * 64 * 2 + 16)")
+    code = ("import numpy as np; from gemmlab import tensor_maps; "
+            "tensor_maps.tile_image(np.zeros((64, 64), np.uint16), 'FP16', 64, 64, expect_bytes=64 * 64 * 2 + 16)")
     hung = watchdog.run_isolated(code, timeout_s=30)
     assert hung.status == "timeout", str(hung)
     M = np.arange(64 * 64, dtype=np.uint16).reshape(64, 64)
-    assert np.array_equal(tma.tile_image(M, "FP16", 64, 64), hopper.box_image(M, 64, 64))
+    assert np.array_equal(tensor_maps.tile_image(M, "FP16", 64, 64), hopper.box_image(M, 64, 64))
 
 
 @pytest.mark.parametrize("precision", tma.PRECISIONS)
