@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import source
+from gemmlab.book import source
 from test_pingpong_protocol import schedule
 
 KERNEL = Path(__file__).parents[1] / "kernels" / "09_hopper.cu"
