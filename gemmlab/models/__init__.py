@@ -2,5 +2,5 @@
 
 Global-memory traffic and the roofline, the bank model, the occupancy calculator, tensor-core fragments and
 swizzles, Hopper's tensor maps and ``wgmma`` descriptors, waves, split-K, stream-K and the shared last wave, the
-float64 reference and its error bound, and the plain-text tables every layer prints.
+float64 reference and its error bound, and the plain-text tables that every subpackage prints.
 """
