@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import gpu
+from .runtime import gpu
 
 PRECISION_CHOICES = ("FP32", "TF32", "FP16", "BF16")
 
@@ -51,19 +51,19 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--json", type=Path, default=Path("results/bench.json"), help="where to write the JSON")
     sub.add_parser("info", help="the device's properties, and its tensor cores' measured mma.sync ceilings")
     r = sub.add_parser("run", help="run one GEMM kernel once on random operands and check it (for profilers)")
-    r.add_argument("kernel", help="a name from gemmlab.registry.known()")
+    r.add_argument("kernel", help="a name from gemmlab.gemm.registry.known()")
     r.add_argument("size", type=_size, help="N or MxNxK")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--extra-shared", type=int, default=0, help="unused dynamic shared memory per block, in bytes")
     args = parser.parse_args(argv)
     if args.command == "bench" and args.sizes:
-        from .bench import distinct_sizes     # refused here, before anything touches the GPU
+        from .measure.bench import distinct_sizes     # refused here, before anything touches the GPU
         try:
             distinct_sizes(args.sizes)
         except ValueError as e:
             b.error(str(e))
 
-    from . import registry
+    from .gemm import registry
     chosen: tuple[str, ...] = ("FP32",)
     if args.command == "bench":
         chosen = PRECISION_CHOICES if args.precision == "all" else (args.precision,)
@@ -80,10 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         gpu.cuda()
         if args.command == "info":
-            from . import device, tables
+            from .models import tables
+            from .runtime import device
             spec = device.current()
             print(tables.table(device.properties_table(spec), ["property", "value"], ["<", "<"]))
-            from . import ceilings
+            from .measure import ceilings
             rows = [(c.what, f"{c.measured:,.1f} {c.unit}", f"{c.derived:,.1f}" if c.derived == c.derived else "-", c.detail)
                     for c in ceilings.tensor()]
             if rows:
@@ -92,14 +93,14 @@ def main(argv: list[str] | None = None) -> int:
                                    ["<", ">", ">", "<"]))
             return 0
         if args.command == "run":
-            from . import verify
+            from .models import verify
             M, N, K = args.size
             A, B = verify.random_operands(M, N, K, args.seed)
             kernel = known[args.kernel]
             verdict = kernel.reference(A, B).check(kernel(A, B, extra_shared=args.extra_shared))
             print(f"{args.kernel} {M}x{N}x{K}: {verdict}")
             return 0 if verdict.ok else 1
-        from . import bench, ceilings, precisions
+        from .measure import bench, ceilings, precisions
         sizes = args.sizes or bench.DEFAULT_SIZES
         results = []
         for p in chosen:

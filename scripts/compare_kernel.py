@@ -15,13 +15,16 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
-from gemmlab import bench, device, registry, tables, verify
-from gemmlab.compile_units import CompileUnit
+from gemmlab.gemm import registry
+from gemmlab.measure import bench
+from gemmlab.models import tables, verify
+from gemmlab.runtime import device
+from gemmlab.runtime.compiler import CompileUnit
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("kernel", help="a name gemmlab.registry.lookup knows")
+    p.add_argument("kernel", help="a name gemmlab.gemm.registry.lookup knows")
     p.add_argument("old_source", type=Path, help="the other version of the kernel's .cu file (entry points included)")
     p.add_argument("--function", help="its entry point in old_source (default: the kernel's own)")
     p.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])

@@ -87,7 +87,7 @@ def parse_sample(line: str) -> Sample | None:
 
 def sustained(run: Callable[[], object], seconds: float) -> tuple[float, float, list[tuple[float, float]]]:
     """Launch ``run`` back to back for ``seconds``; returns (start, end, [(batch end time, seconds per call)])."""
-    from gemmlab import gpu
+    from gemmlab.runtime import gpu
     drv = gpu.cuda()
     start, end = drv.Event(), drv.Event()
     run()
@@ -159,7 +159,10 @@ def measure(name: str, run: Callable[[], object], flops: float, seconds: float, 
 
 def main(seconds: float, sizes: Iterable[int] = SIZES, kernels: Sequence[str] | None = None,
          precision: str = "BF16") -> None:
-    from gemmlab import bench, ceilings, device, gpu, precisions, probes, registry, verify
+    from gemmlab.gemm import registry
+    from gemmlab.measure import bench, ceilings, precisions, probes
+    from gemmlab.models import verify
+    from gemmlab.runtime import device, gpu
     if shutil.which("nvidia-smi") is None:
         sys.exit("power_under_load: needs nvidia-smi (it samples the clock and the power)")
     gpu.cuda()
@@ -214,10 +217,11 @@ if __name__ == "__main__":
     parser.add_argument("--precision", choices=sorted(SUFFIXES), default="BF16",
                         help="the input format of the probe, cuBLAS and the kernels (default BF16; FP16 on a T4)")
     parser.add_argument("--kernels", nargs="+", default=None,
-                        help="kernels of gemmlab.registry.by_precision(precision), each beside cuBLAS in that format "
+                        help="kernels of gemmlab.gemm.registry.by_precision(precision), each beside cuBLAS in that format "
                              "(default: chapter 9's last step, stream-K and ping-pong and chapter 8's tc_wide)")
     args = parser.parse_args()
-    from gemmlab import gpu, registry
+    from gemmlab.gemm import registry
+    from gemmlab.runtime import gpu
     unknown = [k for k in args.kernels or () if k not in registry.by_precision(args.precision)]
     if unknown or min(args.sizes) < 1 or args.seconds <= STEADY_AFTER_S:
         parser.error(f"no {args.precision} kernel named {', '.join(unknown)}" if unknown else

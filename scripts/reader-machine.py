@@ -23,7 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gemmlab import bench, compiler, watchdog  # noqa: E402  (the checkout's gemmlab, importable without a GPU)
+from gemmlab.measure import bench  # noqa: E402  (the checkout's gemmlab, importable without a GPU)
+from gemmlab.runtime import compiler, watchdog  # noqa: E402  (the checkout's gemmlab, importable without a GPU)
 HIDDEN = ("cuobjdump", "nvdisasm", "compute-sanitizer")
 REFUSING_NCU = """#!/bin/sh
 echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the target device 0."
@@ -56,7 +57,7 @@ def reader_environment(out: Path) -> dict[str, str]:
 
 def check_hidden(env: dict[str, str]) -> None:
     """Fail loudly if a tool is still visible, to gemmlab or to the shell: the run would prove nothing."""
-    probe = ("import importlib.util as u, gemmlab.watchdog as w; "
+    probe = ("import importlib.util as u, gemmlab.runtime.watchdog as w; "
              f"print([t for t in {HIDDEN!r} if w.find_tool(t)], u.find_spec('cupy') is not None)")
     seen = subprocess.run([sys.executable, "-c", probe + "\ntry:\n import cupy\nexcept ImportError: print('no cupy')"],
                           env=env, capture_output=True, text=True, cwd=ROOT)

@@ -16,8 +16,11 @@ CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 UNNUMBERED = {"00_first_kernel.ipynb"}
 
 # A solution that calls one of these needs a GPU: tests/gpu/test_exercise_solutions.py runs it there,
-# tests/test_notebooks.py runs the others on any machine.
-GPU_MODULES = ("gemmlab.kernels(", "registry.", "probes.", "bench.", "ceilings.", "tuning.", "exercises.", "nsight.", "driver.",
+# tests/test_notebooks.py runs the others on any machine. They are spelled as cells spell them, a module by its last
+# name (`from gemmlab.measure import bench`, then `bench.`): the registry's kernels, every module of gemmlab.measure,
+# the launchers that take tensor maps, compiling a unit, and PyCUDA itself.
+GPU_MODULES = ("gemmlab.kernels(", "gemmlab.lookup(", "registry.", "bench.", "precisions.", "ceilings.", "probes.", "tuning.",
+               "nsight.", "driver.", "exercises.", "wgmma.", "tensor_tma.", "tensor_maps.", "units.load(", ".compiled()",
                "pycuda")
 
 

@@ -1,4 +1,4 @@
-"""What the chapters say of their kernels' machine code, as checks on opcode counts (gemmlab.compiler.opcode_counts):
+"""What the chapters say of their kernels' machine code, as checks on opcode counts (gemmlab.runtime.compiler.opcode_counts):
 the GPU tests apply them to the SASS of the cubin that ran, test_sass.py to nvcc's cubin for the same architecture
 with no GPU. Each returns the claims that do not hold, as sentences; an empty list when all hold."""
 
@@ -76,8 +76,8 @@ def probe_problems(counts: dict[str, dict]) -> list[str]:
 
 def bank_model_problems(ops: dict, layout: str) -> list[str]:
     """Chapter 4: per phase of 32 FMAs (one k-tile of a 32 x 32 block), the shared-memory instructions of the SASS are
-    those of the bank model (gemmlab.banks.tiled_shared_instructions): ``ops`` counts LDS, STS and FFMA."""
-    from gemmlab import banks
+    those of the bank model (gemmlab.models.banks.tiled_shared_instructions): ``ops`` counts LDS, STS and FFMA."""
+    from gemmlab.models import banks
 
     per_phase = {op: n * 32 // ops["FFMA"] for op, n in ops.items() if op != "FFMA"}
     model = {}
@@ -102,7 +102,7 @@ def counted_loop_problems(counted: str, strided: str) -> list[str]:
     exactly 8 global loads and 8 shared stores, all the loads first, and fewer branches than the strided loop
     (regtile2d_t_strided), which has more loads in its code. Arguments: the two SASS listings."""
     out = []
-    from gemmlab import compiler
+    from gemmlab.runtime import compiler
 
     full = {"counted": compiler.opcodes(counted), "strided": compiler.opcodes(strided)}
     ops = {name: [op.split(".")[0] for op in listing] for name, listing in full.items()}

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import bank_explorer, banks
+from gemmlab.book import bank_explorer
+from gemmlab.models import banks
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "book" / "banks.ipynb"
 CHAPTER = Path(__file__).resolve().parent.parent / "chapters" / "04_banks.ipynb"

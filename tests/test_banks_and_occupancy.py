@@ -2,7 +2,9 @@
 
 import pytest
 
-from gemmlab import banks, device, fast_configs, occupancy
+from gemmlab.gemm import fast_configs
+from gemmlab.models import banks, occupancy
+from gemmlab.runtime import device
 
 LANES = range(32)
 
@@ -92,7 +94,7 @@ def test_occupancy_fraction_and_errors():
 
 
 def test_opcode_counts_reads_sass_listings():
-    from gemmlab.compiler import opcode_counts
+    from gemmlab.runtime.compiler import opcode_counts
 
     sass = """
         /*0290*/                   LDS.U.128 R8, [R5] ;                 /* 0x0000000005087984 */
@@ -126,7 +128,7 @@ def test_tiled_kernels_shared_traffic():
 
 
 def test_parse_ptxas_report():
-    from gemmlab.compiler import parse_ptxas
+    from gemmlab.runtime.compiler import parse_ptxas
 
     report = """ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function 'gemm_regtile_2d' for 'sm_90'
@@ -193,9 +195,9 @@ def test_access_helpers_strided_padded_and_swizzled():
 
 
 def test_the_chunk_swizzle_is_chapter_8s():
-    """On rows of 128 and 256 bytes, swizzled_word moves a float's chunk where gemmlab.mma.tile_offset moves the
+    """On rows of 128 and 256 bytes, swizzled_word moves a float's chunk where gemmlab.models.mma.tile_offset moves the
     16-bit elements of the same bytes (CUTLASS's Swizzle<3,4,3>)."""
-    from gemmlab import mma
+    from gemmlab.models import mma
 
     for row_words in (32, 64):
         for r in range(16):

@@ -2,8 +2,8 @@
 
 import pytest
 
-from gemmlab import barriers
-from gemmlab.provenance import KERNELS_DIR
+from gemmlab.runtime import barriers
+from gemmlab.runtime.provenance import KERNELS_DIR
 
 FLAGGED = {
     "return before the barrier": """

@@ -6,7 +6,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from gemmlab import bench, device, environment, gpu, timing, verify
+from gemmlab.measure import bench
+from gemmlab.models import verify
+from gemmlab.runtime import device, environment, gpu, timing
 
 SECONDS = {"good": 2e-3, "bad": 1e-3, "cuBLAS": 4e-3}      # what the fake timer says each call takes
 

@@ -15,12 +15,17 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-# Every module of the package, so that a new module without a section on book/api.md fails here;
-# and names the reference must contain whatever else changes.
-_PACKAGE = str(Path(__file__).resolve().parent.parent / "gemmlab")
-API_MODULES = ["gemmlab"] + sorted(f"gemmlab.{m.name}" for m in pkgutil.iter_modules([_PACKAGE]) if not m.name.startswith("_"))
-API_MUST_HAVE = ["gemmlab.checks.check_gemm_shapes", "gemmlab.device.peak_fp32_flops",
-                 "gemmlab.gpu.GPUUnavailable", "gemmlab.verify.check", "gemmlab.kernels"]
+# Every subpackage and module of the package, so that a new one without its section on the API pages fails here
+# (the package on book/api.md, a subpackage and its modules on book/api/<subpackage>.md); and names the reference
+# must contain whatever else changes.
+_PACKAGE = Path(__file__).resolve().parent.parent / "gemmlab"
+API_SUBPACKAGES = sorted(m.name for m in pkgutil.iter_modules([str(_PACKAGE)]) if m.ispkg)
+API_MODULES = {"gemmlab": ["gemmlab"]} | {
+    sub: [f"gemmlab.{sub}"] + sorted(f"gemmlab.{sub}.{m.name}" for m in pkgutil.iter_modules([str(_PACKAGE / sub)])
+                                     if not m.name.startswith("_"))
+    for sub in API_SUBPACKAGES}
+API_MUST_HAVE = ["gemmlab.gemm.checks.check_gemm_shapes", "gemmlab.runtime.device.peak_fp32_flops",
+                 "gemmlab.runtime.gpu.GPUUnavailable", "gemmlab.models.verify.check", "gemmlab.kernels"]
 
 
 def test_build_succeeds(built_book):
@@ -55,10 +60,10 @@ def test_intro_links_every_available_chapter(built_book, toc_pages):
 def _documented_names(root, module: str) -> list[str]:
     """Public functions and classes with a docstring, defined in the module's own source (what
     ``automodule :members:`` shows); for the package, the names in its ``__all__``."""
-    parts = module.split(".")
-    path = root / "gemmlab" / ("__init__.py" if len(parts) == 1 else f"{parts[1]}.py")
+    path = root.joinpath(*module.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    if len(parts) == 1:
+    if module == "gemmlab":
         for node in tree.body:
             if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
                 return [f"{module}.{name}" for name in ast.literal_eval(node.value)]
@@ -68,18 +73,32 @@ def _documented_names(root, module: str) -> list[str]:
             and ast.get_docstring(n)]
 
 
-def test_api_page_documents_gemmlab(built_book, repo_root):
-    page = built_book.html / "book" / "api.html"
-    assert page.is_file(), f"no API page at {page}"
+def api_page(built_book, sub: str) -> Path:
+    """The API page of a subpackage (``gemmlab``: the package's own, the section's first page)."""
+    return built_book.html / "book" / ("api.html" if sub == "gemmlab" else f"api/{sub}.html")
+
+
+def test_the_api_section_has_a_page_per_subpackage(toc_pages):
+    assert [d for d in toc_pages if d.startswith("book/api")] == ["book/api"] + [f"book/api/{s}" for s in
+                                                                                ("models", "runtime", "gemm", "measure", "book")]
+    assert sorted(API_SUBPACKAGES) == sorted(("models", "runtime", "gemm", "measure", "book"))
+
+
+@pytest.mark.parametrize("sub", ["gemmlab", *API_SUBPACKAGES])
+def test_api_pages_document_gemmlab(built_book, repo_root, sub):
+    page = api_page(built_book, sub)
+    assert page.is_file(), f"no API page for {sub} at {page}"
     text = page.read_text(encoding="utf-8")
     ids = set(re.findall(r'id="([^"]+)"', text))
-    missing_modules = [m for m in API_MODULES if f"module-{m}" not in ids]
-    assert not missing_modules, f"the API page has no section for {missing_modules}"
-    expected = API_MUST_HAVE + [n for m in API_MODULES for n in _documented_names(repo_root, m)]
+    missing_modules = [m for m in API_MODULES[sub] if f"module-{m}" not in ids]
+    assert not missing_modules, f"{page.name} has no section for {missing_modules}"
+    expected = [n for m in API_MODULES[sub] for n in _documented_names(repo_root, m)]
+    expected += [n for n in API_MUST_HAVE if n.startswith(f"gemmlab.{sub}.") or (sub == "gemmlab" and n.count(".") == 1)]
     missing = sorted({n for n in expected if n not in ids})
-    assert not missing, f"the API page does not document: {missing}"
+    assert not missing, f"{page.name} does not document: {missing}"
     # autodoc failures that -W might not catch (a module that imports but renders empty).
-    assert "check_gemm_shapes" in htmllib.unescape(re.sub(r"<[^>]+>", "", text))
+    if sub == "gemm":
+        assert "check_gemm_shapes" in htmllib.unescape(re.sub(r"<[^>]+>", "", text))
 
 
 def test_colab_launch_buttons_point_to_the_release(built_book, book_config, toc_pages, book_sources):

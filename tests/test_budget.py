@@ -1,8 +1,8 @@
 """The T4 time budget: sizes scaled to the GPU, and every stored cell within about two minutes on a T4.
 
 Each cell's time on the H200 is in the notebook's execution metadata. Its estimate on a T4 is that
-time times the ratio of the two FP32 peaks (gemmlab.budget.slowdown); cells that scale their problem
-with gemmlab.budget declare their H200 time in the call, and the estimate uses the work they keep.
+time times the ratio of the two FP32 peaks (gemmlab.runtime.budget.slowdown); cells that scale their problem
+with gemmlab.runtime.budget declare their H200 time in the call, and the estimate uses the work they keep.
 """
 
 import re
@@ -10,7 +10,8 @@ from datetime import datetime
 
 import pytest
 
-from gemmlab import bench, budget, device
+from gemmlab.measure import bench
+from gemmlab.runtime import budget, device
 from notebook_tools import CHAPTERS, read
 
 SCALED_CALL = re.compile(r"budget\.(fit_square|fit_sizes)\((.*?)reference_seconds=([\d.]+)\)")
@@ -58,7 +59,7 @@ def test_every_cell_fits_two_minutes_on_a_t4():
     for name, i, cell, t in _cells_with_times():
         m = SCALED_CALL.search(cell.source)
         if "budget-compile" in cell.metadata.get("tags", []):
-            assert m is None and "compiler.load(" in cell.source, f"{name} cell {i} is tagged budget-compile but does not only compile"
+            assert m is None and "units.load(" in cell.source, f"{name} cell {i} is tagged budget-compile but does not only compile"
             estimate = t * budget.COMPILE_SLOWDOWN
         elif m is None:
             estimate = budget.estimate(t, device.T4)
@@ -74,5 +75,5 @@ def test_every_cell_fits_two_minutes_on_a_t4():
                 estimate = budget.estimate(t, device.T4, budget.work_ratio(kept, bench.DEFAULT_SIZES))
         if estimate > budget.BUDGET_S:
             over.append(f"{name} cell {i}: {t:.1f} s on the H200, about {estimate:.0f} s on a T4")
-    assert scaled >= 2, "chapter 5's counters and chapter 7's ladder scale their sizes with gemmlab.budget"
-    assert not over, "cells over the T4 budget (scale them with gemmlab.budget):\n" + "\n".join(over)
+    assert scaled >= 2, "chapter 5's counters and chapter 7's ladder scale their sizes with gemmlab.runtime.budget"
+    assert not over, "cells over the T4 budget (scale them with gemmlab.runtime.budget):\n" + "\n".join(over)

@@ -3,9 +3,12 @@
 import numpy as np
 import pytest
 
-from gemmlab import checks, device, limits, probes, registry
-from gemmlab.checks import DeviceMemoryError, LaunchConfigError
-from gemmlab.gemm import GemmKernel
+from gemmlab.gemm import checks, registry
+from gemmlab.measure import probes
+from gemmlab.models import limits
+from gemmlab.runtime import device
+from gemmlab.gemm.checks import DeviceMemoryError, LaunchConfigError
+from gemmlab.gemm.base import GemmKernel
 
 TILED = registry.kernels()["tiled32"]
 GiB = 2**30

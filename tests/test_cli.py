@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import gemmlab
-from gemmlab import gpu
+from gemmlab.runtime import gpu
 
 REASON = gpu.unavailable_reason()
 no_gpu_only = pytest.mark.skipif(REASON is None, reason="this machine has a usable GPU")

@@ -16,7 +16,7 @@ import textwrap
 import pytest
 
 import gemmlab
-from gemmlab import colab
+from gemmlab.runtime import colab
 from notebook_tools import CHAPTERS, ROOT, assigned_string, read, setup_cell
 
 RELEASE = "v" + gemmlab.__version__
@@ -52,7 +52,7 @@ DRIVER = textwrap.dedent('''
     cell = open(sys.argv[1]).read()
     exec(compile(cell, "<setup cell>", "exec"))
     exec(compile(cell, "<setup cell, run twice>", "exec"))
-    import os, gemmlab, gemmlab.provenance as p
+    import os, gemmlab, gemmlab.runtime.provenance as p
     print(json.dumps({"cwd": os.getcwd(), "gemmlab": gemmlab.__file__, "kernels": str(p.KERNELS_DIR),
                       "pip": pip_calls, "asked": asked, "kernel_files": sorted(os.listdir(p.KERNELS_DIR))}))
 ''')

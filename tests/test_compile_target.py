@@ -1,9 +1,9 @@
-"""GEMMLAB_ARCH without a GPU: which targets gemmlab.compiler.target accepts, with this GPU's
+"""GEMMLAB_ARCH without a GPU: which targets gemmlab.runtime.compiler.target accepts, with this GPU's
 architecture stood in by a monkeypatch (tests/gpu/test_compile_target.py runs the mode for real)."""
 
 import pytest
 
-from gemmlab import compiler
+from gemmlab.runtime import compiler
 
 
 @pytest.fixture

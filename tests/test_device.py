@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from gemmlab import device
+from gemmlab.runtime import device
 
 
 def test_t4_ceilings():

@@ -1,6 +1,6 @@
-"""gemmlab.exercises without a GPU: argument checks and their sentences, nvcc's errors as one sentence,
+"""gemmlab.measure.exercises without a GPU: argument checks and their sentences, nvcc's errors as one sentence,
 the resource report (nvcc only), the bank-conflict and occupancy verdicts, and the kernel solutions of
-the chapters (and of drafts/) against the static barrier check and ptxas's spill report."""
+the chapters against the static barrier check and ptxas's spill report."""
 
 import inspect
 import re
@@ -10,12 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gemmlab import barriers, compiler, device, exercises, nsight
-from gemmlab.exercises import ExerciseError
-from notebook_tools import CHAPTERS, ROOT, read
+from gemmlab.measure import exercises, nsight
+from gemmlab.runtime import barriers, compiler, device
+from gemmlab.measure.exercises import ExerciseError
+from notebook_tools import CHAPTERS, read
 
 ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
-DRAFTS = sorted((ROOT / "drafts").glob("*_exercise*.md"))
 
 KERNEL = r'''
 extern "C" __global__ void __launch_bounds__(256)
@@ -34,11 +34,10 @@ def one_sentence(text: str) -> bool:
 
 
 def solution_sources() -> list[tuple[str, str]]:
-    """(where, CUDA source) of every kernel solution, SOURCE = r'''...''', in the chapters and drafts/."""
+    """(where, CUDA source) of every kernel solution, SOURCE = r'''...''', in the chapters."""
     found = []
-    for path in [*CHAPTERS, *DRAFTS]:
-        texts = [path.read_text()] if path.suffix == ".md" else [c.source for c in read(path).cells if c.cell_type == "markdown"]
-        for text in texts:
+    for path in CHAPTERS:
+        for text in (c.source for c in read(path).cells if c.cell_type == "markdown"):
             for details in re.findall(r"<details>(.*?)</details>", text, re.S):
                 for code in re.findall(r"```python\n(.*?)```", details, re.S):
                     found += [(path.name, src) for src in re.findall(r"SOURCE = r'''(.*?)'''", code, re.S)]
@@ -252,13 +251,3 @@ def test_chapter_5_solution_is_capped_at_64_registers(nvcc):
         free = exercises.resources(source.replace("__launch_bounds__(256, 4)", ""), "gemm_regtile_4x4", arch)
         capped = exercises.resources(source, "gemm_regtile_4x4", arch)
         assert free.registers > 64 and capped.registers <= 64 and capped.spill_store_bytes == 0, (arch, free, capped)
-
-
-def test_the_draft_exercise_checks_sizes_where_the_float4_path_is_illegal():
-    for path in DRAFTS:
-        text = path.read_text()
-        assert text.count("<details>") == text.count("<summary>Solution</summary>") == text.count("</details>") == 1
-        assert re.match(r"\d+\. \*\*", text), "a numbered exercise with a bold title, as in the chapters"
-        extra = [tuple(map(int, t)) for t in re.findall(r"\((\d+), (\d+), (\d+)\)", text.split("exercises.SIZES +", 1)[1])]
-        assert any(K % 4 for _, _, K in extra) and any(K % 4 == 0 for _, _, K in extra), \
-            "sizes besides exercises.SIZES where A can and cannot take the float4 path"

@@ -2,10 +2,10 @@
 
 The Occupancy Calculator's JavaScript re-implements the calculator's rules; this test sets the page's own
 inputs (the device list, the three number fields) over a grid of cases on every preset and compares the
-blocks per SM, the binding limits and the refusals with gemmlab.occupancy.calculate. The Bank Conflict
+blocks per SM, the binding limits and the refusals with gemmlab.models.occupancy.calculate. The Bank Conflict
 Explorer shows cases that Python computed; this test sets its inputs to every one of them and compares
 what the page shows (wavefronts, ideal, every lane's words and banks, the words stacked in the picture)
-with gemmlab.banks.bank_access on addresses built here. Also: no console errors, keyboard focus reaches
+with gemmlab.models.banks.bank_access on addresses built here. Also: no console errors, keyboard focus reaches
 every input, and the pages fit a phone.
 """
 
@@ -15,7 +15,8 @@ import itertools
 
 import pytest
 
-from gemmlab import bank_explorer, banks, occupancy, occupancy_explorer
+from gemmlab.book import bank_explorer, occupancy_explorer
+from gemmlab.models import banks, occupancy
 
 pytestmark = pytest.mark.slow
 
@@ -136,8 +137,8 @@ RUN_BANK_CASES_JS = """(cases) => {
 
 
 def bank_case_addresses(case):
-    """A case's addresses and width, built here from its inputs (the swizzle from gemmlab.banks, whose chunk
-    rule tests/test_banks_and_occupancy.py checks against gemmlab.mma), or None where the page must refuse."""
+    """A case's addresses and width, built here from its inputs (the swizzle from gemmlab.models.banks, whose chunk
+    rule tests/test_banks_and_occupancy.py checks against gemmlab.models.mma), or None where the page must refuse."""
     lanes, mode = range(32), case["mode"]
     if mode == "kernel":
         ins = banks.tiled_shared_instructions(case["tile"], case["layout"])[case["instruction"]]

@@ -5,14 +5,14 @@ import dataclasses
 
 import pytest
 
-from gemmlab import compile_units, fast_configs, registry
-from gemmlab.fast_configs import FastConfig
+from gemmlab.gemm import fast_configs, registry, units
+from gemmlab.gemm.fast_configs import FastConfig
 
 FAST = fast_configs.FAST
 
 
 def test_entry_points_are_generated_from_every_configuration():
-    unit = compile_units.unit(fast_configs.SOURCE)
+    unit = units.unit(fast_configs.SOURCE)
     names = [c.function for c in fast_configs.CONFIGS]
     assert len(set(names)) == len(names) >= 4
     for c in fast_configs.CONFIGS:
@@ -93,13 +93,13 @@ def test_adding_a_configuration_is_one_line(monkeypatch):
     new = FastConfig(64, 64, 8, 32, 32, 4, 8, MIN_BLOCKS=4)
     assert new.problems() == [] and new not in fast_configs.CONFIGS
     monkeypatch.setattr(fast_configs, "CONFIGS", (*fast_configs.CONFIGS, new))
-    compile_units._course_unit.cache_clear()
+    units._course_unit.cache_clear()
     try:
-        assert f"{new.function}(const float* A" in compile_units.unit(fast_configs.SOURCE).text
+        assert f"{new.function}(const float* A" in units.unit(fast_configs.SOURCE).text
         assert registry.lookup(new.function).block == (128, 1, 1)
         assert new.function in {k.function for k in registry.correct_kernels()}
     finally:
-        compile_units._course_unit.cache_clear()
+        units._course_unit.cache_clear()
 
 
 def test_a_configuration_of_ones_own_gets_a_compile_unit_of_its_own():

@@ -15,7 +15,9 @@ matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 from matplotlib.text import Text  # noqa: E402
 
-from gemmlab import banks, device, figures, occupancy  # noqa: E402
+from gemmlab.book import figures  # noqa: E402
+from gemmlab.models import banks, occupancy  # noqa: E402
+from gemmlab.runtime import device  # noqa: E402
 from notebook_tools import CHAPTERS, ROOT, read  # noqa: E402
 
 NOTEBOOKS = [*CHAPTERS, ROOT / "book" / "workbench.ipynb", ROOT / "book" / "occupancy.ipynb"]
@@ -115,10 +117,10 @@ def test_many_series_differ_in_shape_not_only_colour():
 
 
 def test_the_fragment_figure_is_the_model():
-    """Each cell of the fragment figure names the lane that gemmlab.mma says holds that element."""
+    """Each cell of the fragment figure names the lane that gemmlab.models.mma says holds that element."""
     import matplotlib.pyplot as plt
 
-    from gemmlab import mma
+    from gemmlab.models import mma
 
     fig = SAMPLES["fragments"]()
     for ax, op in zip(fig.axes, ("A", "B", "C")):
@@ -201,7 +203,7 @@ def test_the_output_checks_can_fail():
 
 
 def test_the_swizzle_figure_is_the_model():
-    """Each slot of the swizzle figure names the chunk that gemmlab.hopper puts there: row r of 128-byte rows
+    """Each slot of the swizzle figure names the chunk that gemmlab.models.hopper puts there: row r of 128-byte rows
     holds chunk s XOR r in slot s."""
     import matplotlib.pyplot as plt
 

@@ -7,7 +7,7 @@ test-artifacts/figures/."""
 
 import pytest
 
-from gemmlab import figures
+from gemmlab.book import figures
 from notebook_tools import CHAPTERS
 
 DESKTOP, PHONE = {"width": 1366, "height": 900}, {"width": 390, "height": 844}

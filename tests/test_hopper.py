@@ -1,4 +1,4 @@
-"""Chapter 9's groundwork without a GPU (gemmlab.hopper): the copy engine's swizzles, tensor-map rules and
+"""Chapter 9's groundwork without a GPU (gemmlab.models.hopper): the copy engine's swizzles, tensor-map rules and
 wgmma descriptors."""
 
 from dataclasses import replace
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import hopper, mma
+from gemmlab.models import hopper, mma
 
 
 @pytest.mark.parametrize("width, name", [(32, "32B"), (64, "64B"), (128, "128B")])
@@ -31,7 +31,7 @@ def test_swizzle_keeps_chunks_whole_and_is_a_permutation_of_each_atom():
 def test_swizzled_rows_read_by_eight_lanes_hit_all_banks():
     """Eight rows of 128 bytes, the same logical chunk: the 128-byte swizzle spreads them over all 32 banks
     (chapter 4's model: one 16-byte access per lane, eight lanes per pass)."""
-    from gemmlab import banks
+    from gemmlab.models import banks
     for chunk in range(8):
         plain = [r * 128 + 16 * chunk for r in range(8)]
         swz = [hopper.swizzled_offset(a, "128B") for a in plain]
@@ -80,10 +80,10 @@ def test_descriptors_round_trip_and_put_each_field_where_the_ptx_isa_says():
 
 
 def test_a_broken_map_is_named_before_any_gpu_is_needed():
-    from gemmlab import tma
+    from gemmlab.runtime import tensor_maps
     bad = hopper.matrix_map(100, 1234, "FP16", 64, 64)
     with pytest.raises(ValueError, match="global stride 1 must be a positive multiple of 16 bytes"):
-        tma.encode(bad, 0)
+        tensor_maps.encode(bad, 0)
 
 
 def test_the_box_image_model():
@@ -111,28 +111,29 @@ def test_every_accumulator_has_one_place(n):
 
 def test_expecting_fewer_bytes_than_the_box_is_refused_before_any_gpu():
     import numpy as np
-    from gemmlab import tma
+    from gemmlab.runtime import tensor_maps
     with pytest.raises(ValueError, match="at least the box's 8,192 bytes"):
-        tma.tile_image(np.zeros((64, 64), np.uint16), "FP16", 64, 64, expect_bytes=4096)
+        tensor_maps.tile_image(np.zeros((64, 64), np.uint16), "FP16", 64, 64, expect_bytes=4096)
 
 
 def test_the_wgmma_gemms_refuse_what_they_cannot_take_before_any_gpu():
     import numpy as np
-    from gemmlab import tma
+    from gemmlab.gemm import wgmma
     A = np.ones((8, 8), np.float32)
     with pytest.raises(ValueError, match="wgmma_gemm_ws takes BF16 or FP16 inputs, got 'TF32'"):
-        tma.gemm(A, A, precision="TF32")
+        wgmma.gemm(A, A, precision="TF32")
     with pytest.raises(ValueError, match="inner dimensions differ"):
-        tma.gemm(A, A[:5], tma.GEMM_V0)
+        wgmma.gemm(A, A[:5], wgmma.GEMM_V0)
     with pytest.raises(TypeError, match="float32"):
-        tma.gemm(A.astype(np.float64), A)
+        wgmma.gemm(A.astype(np.float64), A)
 
 
 def test_the_kernels_shared_memory_is_the_file_s():
-    """tma.GEMM_V0 and GEMM_WS say what kernels/09_hopper.cu's #defines say (the launch must ask for exactly it)."""
+    """wgmma.GEMM_V0 and GEMM_WS say what kernels/09_hopper.cu's #defines say (the launch must ask for exactly it)."""
     import re
-    from gemmlab import provenance, tma
-    text = (provenance.KERNELS_DIR / tma.SOURCE).read_text()
+    from gemmlab.gemm import wgmma
+    from gemmlab.runtime import provenance
+    text = (provenance.KERNELS_DIR / wgmma.SOURCE).read_text()
     defines = dict(re.findall(r"#define (\w+) (.+)", text))
 
     def value(name):                                   # the #define's expression, names replaced until none is left
@@ -141,19 +142,20 @@ def test_the_kernels_shared_memory_is_the_file_s():
             expr = re.sub(r"[A-Z_]{3,}", lambda m: f"({defines[m.group(0)]})", expr)
         return eval(expr)  # noqa: S307
 
-    assert value("WGMMA_GEMM_V0_SHARED") == tma.GEMM_V0.shared and value("WGMMA_GEMM_WS_SHARED") == tma.GEMM_WS.shared
-    assert value("WGMMA_GEMM_TMA_STORE_SHARED") == tma.GEMM_TMA_STORE.shared
-    assert value("PINGPONG_SHARED") == tma.GEMM_PINGPONG.shared == tma.GEMM_TMA_STORE.shared
-    assert (int(defines["PP_BM"]), int(defines["PP_BN"])) == (tma.GEMM_PINGPONG.BM, tma.GEMM_PINGPONG.BN)
-    assert value("C_BOX_BYTES") == tma.C_BOX[0] * tma.C_BOX[1] * 4
-    assert {g.c_box_rows for g in tma.GEMMS} == {tma.C_BOX[0]}          # the kernels store whole 64-row boxes
-    assert (int(defines["WS_BM"]), int(defines["WS_BN"]), int(defines["WS_BK"])) == (tma.GEMM_WS.BM, tma.GEMM_WS.BN, tma.GEMM_WS.BK)
+    assert value("WGMMA_GEMM_V0_SHARED") == wgmma.GEMM_V0.shared and value("WGMMA_GEMM_WS_SHARED") == wgmma.GEMM_WS.shared
+    assert value("WGMMA_GEMM_TMA_STORE_SHARED") == wgmma.GEMM_TMA_STORE.shared
+    assert value("PINGPONG_SHARED") == wgmma.GEMM_PINGPONG.shared == wgmma.GEMM_TMA_STORE.shared
+    assert (int(defines["PP_BM"]), int(defines["PP_BN"])) == (wgmma.GEMM_PINGPONG.BM, wgmma.GEMM_PINGPONG.BN)
+    assert value("C_BOX_BYTES") == wgmma.C_BOX[0] * wgmma.C_BOX[1] * 4
+    assert {g.c_box_rows for g in wgmma.GEMMS} == {wgmma.C_BOX[0]}          # the kernels store whole 64-row boxes
+    assert (int(defines["WS_BM"]), int(defines["WS_BN"]), int(defines["WS_BK"])) == (wgmma.GEMM_WS.BM, wgmma.GEMM_WS.BN, wgmma.GEMM_WS.BK)
 
 
 def test_chapter_9_kernels_are_course_kernels_that_need_a_hopper_gpu():
     import numpy as np
-    from gemmlab import device, gpu, tma
-    k = tma.hopper_kernel()
+    from gemmlab.gemm import wgmma
+    from gemmlab.runtime import device, gpu
+    k = wgmma.hopper_kernel()
     A = np.ones((300, 200), np.float32)
     assert k.check(A, A.T.copy(), device.H200, 1 << 34) == (300, 300, 200)
     assert k.grid(300, 300) == (2, 3, 1) and k.block == (384, 1, 1) and k.input_precision == "BF16"
@@ -165,13 +167,13 @@ def test_chapter_9_kernels_are_course_kernels_that_need_a_hopper_gpu():
 def test_chapter_9_ladder_by_precision():
     """Each GEMM of 09_hopper.cu is in the registry for BF16 and FP16 inputs, after chapter 8's ladder, with its
     entry point's suffix; TF32 has none."""
-    from gemmlab import registry, tensor_gemm, tma
+    from gemmlab.gemm import registry, tensor_cores, wgmma
 
-    for p in tma.PRECISIONS:
+    for p in wgmma.PRECISIONS:
         hopper = registry.hopper_kernels(p)
-        suffix = tensor_gemm.PRECISIONS[p]
-        assert [k.hopper_config for k in hopper.values()] == [getattr(tma, c) for _, c, _ in registry.HOPPER_STEPS]
-        assert set(k.hopper_config for k in hopper.values()) <= set(tma.GEMMS)
+        suffix = tensor_cores.PRECISIONS[p]
+        assert [k.hopper_config for k in hopper.values()] == [getattr(wgmma, c) for _, c, _ in registry.HOPPER_STEPS]
+        assert set(k.hopper_config for k in hopper.values()) <= set(wgmma.GEMMS)
         assert all(n.endswith(f"_{suffix}") and k.name == n and k.precision == p for n, k in hopper.items())
         assert list(registry.by_precision(p)) == [*registry.tensor_kernels(p), *registry.tma_kernels(p),
                                                   *registry.hopper_kernels(p, True)]
@@ -180,12 +182,12 @@ def test_chapter_9_ladder_by_precision():
 
 def test_the_stream_k_and_ping_pong_kernels_stand_beside_the_ladder():
     """Not one more step each: left out of the ladder, listed with alternatives, run by the bench."""
-    from gemmlab import registry, tma
+    from gemmlab.gemm import registry, wgmma
 
-    for p in tma.PRECISIONS:
+    for p in wgmma.PRECISIONS:
         ladder, every = registry.hopper_kernels(p), registry.hopper_kernels(p, alternatives=True)
         assert list(every)[:len(ladder)] == list(ladder)
-        assert [k.hopper_config for k in list(every.values())[len(ladder):]] == [tma.GEMM_STREAMK, tma.GEMM_PINGPONG]
+        assert [k.hopper_config for k in list(every.values())[len(ladder):]] == [wgmma.GEMM_STREAMK, wgmma.GEMM_PINGPONG]
         assert set(every) <= set(registry.by_precision(p))
     k = registry.known()["hopper_pingpong_bf16"]
     assert k.entry_point == "wgmma_gemm_pingpong_bf16" and k.hopper_config.c_map and k.hopper_config.cluster == 1
@@ -199,10 +201,10 @@ def test_the_storer_steps_are_the_last_step_with_its_stores_handed_over():
     warp (160 threads) at the same two named barriers, which no other barrier of the file uses."""
     import re
 
-    from gemmlab import registry, tma
-    text = (Path(__file__).parents[1] / "kernels" / tma.SOURCE).read_text()
-    for config in (tma.GEMM_STORER, tma.GEMM_SPLIT):
-        assert replace(config, function=tma.GEMM_TMA_STORE.function) == tma.GEMM_TMA_STORE
+    from gemmlab.gemm import registry, wgmma
+    text = (Path(__file__).parents[1] / "kernels" / wgmma.SOURCE).read_text()
+    for config in (wgmma.GEMM_STORER, wgmma.GEMM_SPLIT):
+        assert replace(config, function=wgmma.GEMM_TMA_STORE.function) == wgmma.GEMM_TMA_STORE
     assert [n for n, _, _ in registry.HOPPER_STEPS][-3:] == ["hopper_tmastore", "hopper_storer", "hopper_split"]
     calls = dict(re.findall(r"\b(wgmma_gemm_(?:storer|split)_b?f16)\(GEMM_TMA_STORE_PARAMS\) \{ ws_gemm<([^>]*)>", text))
     assert calls == {"wgmma_gemm_storer_bf16": "true, true, 0, false, 2, false, true",
@@ -219,21 +221,22 @@ def test_the_storer_steps_are_the_last_step_with_its_stores_handed_over():
 def test_every_entry_point_the_python_names_is_in_the_file():
     import re
 
-    from gemmlab import tma
-    text = (Path(__file__).parents[1] / "kernels" / tma.SOURCE).read_text()
+    from gemmlab.gemm import wgmma
+    text = (Path(__file__).parents[1] / "kernels" / wgmma.SOURCE).read_text()
     defined = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\((?:GEMM_PARAMS|GEMM_TMA_STORE_PARAMS|GEMM_STREAMK_PARAMS)\)", text))
     takes_c_map = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\((?:GEMM_TMA_STORE_PARAMS|GEMM_STREAMK_PARAMS)\)", text))
     takes_flags = set(re.findall(r"\b(wgmma_gemm_\w+_b?f16)\(GEMM_STREAMK_PARAMS\)", text))
-    assert takes_c_map == {tma.hopper_kernel(c, precision=p).entry_point
-                           for p in tma.PRECISIONS for c in tma.GEMMS if c.c_map}
-    assert takes_flags == {tma.hopper_kernel(c, precision=p).entry_point
-                           for p in tma.PRECISIONS for c in tma.GEMMS if c.streamk}
-    named = {tma.hopper_kernel(c, precision=p).entry_point for p in tma.PRECISIONS for c in tma.GEMMS}
+    assert takes_c_map == {wgmma.hopper_kernel(c, precision=p).entry_point
+                           for p in wgmma.PRECISIONS for c in wgmma.GEMMS if c.c_map}
+    assert takes_flags == {wgmma.hopper_kernel(c, precision=p).entry_point
+                           for p in wgmma.PRECISIONS for c in wgmma.GEMMS if c.streamk}
+    named = {wgmma.hopper_kernel(c, precision=p).entry_point for p in wgmma.PRECISIONS for c in wgmma.GEMMS}
     assert named == defined
 
 
 def test_chapter_9_kernels_say_they_cannot_be_compiled_for_another_architecture(monkeypatch):
-    from gemmlab import compiler, device, registry
+    from gemmlab.gemm import registry
+    from gemmlab.runtime import compiler, device
 
     k = registry.lookup("hopper_pairs_bf16")
     assert k.unavailable_on(device.H200) is None
@@ -243,7 +246,7 @@ def test_chapter_9_kernels_say_they_cannot_be_compiled_for_another_architecture(
 
 
 def test_chapter_9_exercises_are_checked_on_the_cpu(capsys):
-    from gemmlab import exercises
+    from gemmlab.measure import exercises
 
     assert exercises.check_descriptor(lambda a: ((a & 0x3FFFF) >> 4) | (1 << 16) | (64 << 32) | (1 << 62))
     assert "every one of 227 inputs" in capsys.readouterr().out
@@ -257,7 +260,8 @@ def test_chapter_9_exercises_are_checked_on_the_cpu(capsys):
 
 
 def test_chapter_9_stream_k_exercise_is_checked_on_the_cpu(capsys):
-    from gemmlab import exercises, streamk
+    from gemmlab.measure import exercises
+    from gemmlab.models import streamk
 
     def plan(tiles, k, units, ceil=False):       # a reader's plan; ceil=True cuts the ranges one K-tile off
         rounds, left = divmod(tiles, units)
@@ -287,11 +291,11 @@ def test_chapter_9_stream_k_exercise_is_checked_on_the_cpu(capsys):
 
 def test_chapter_9_runs_to_the_end_on_a_gpu_that_is_not_a_hopper(monkeypatch, capsys):
     """Issue #18: on any other GPU the chapter executes without error, each GPU cell saying why in one sentence.
-    Every code cell but the Colab setup runs here in one namespace with gemmlab.device answering as a T4."""
+    Every code cell but the Colab setup runs here in one namespace with gemmlab.runtime.device answering as a T4."""
     import matplotlib
 
     matplotlib.use("Agg")
-    from gemmlab import device
+    from gemmlab.runtime import device
     from notebook_tools import ROOT, read
 
     monkeypatch.setattr(device, "current", lambda: device.T4)
@@ -316,13 +320,13 @@ def test_the_copy_engine_epilogue_pads_c_and_hands_back_n_columns(monkeypatch):
     import types
 
     import numpy as np
-    from gemmlab import gemm, tma
+    from gemmlab.gemm import base, wgmma
 
-    assert [tma.c_columns(tma.GEMM_TMA_STORE, n) for n in (1, 4, 17, 4100)] == [4, 4, 20, 4100]
-    assert tma.c_columns(tma.GEMM_CLUSTER, 17) == 17
-    monkeypatch.setattr(gemm.gpu, "cuda", lambda: types.SimpleNamespace(Context=types.SimpleNamespace(synchronize=lambda: None)))
+    assert [wgmma.c_columns(wgmma.GEMM_TMA_STORE, n) for n in (1, 4, 17, 4100)] == [4, 4, 20, 4100]
+    assert wgmma.c_columns(wgmma.GEMM_CLUSTER, 17) == 17
+    monkeypatch.setattr(base.gpu, "cuda", lambda: types.SimpleNamespace(Context=types.SimpleNamespace(synchronize=lambda: None)))
     stored = np.arange(3 * 20, dtype=np.float32).reshape(3, 20)
-    problem = gemm.DeviceProblem(tma.hopper_kernel(tma.GEMM_TMA_STORE), 3, 17, 5, None, None,
+    problem = base.DeviceProblem(wgmma.hopper_kernel(wgmma.GEMM_TMA_STORE), 3, 17, 5, None, None,
                                  types.SimpleNamespace(get=lambda: stored))
     C = problem.result()
     assert C.shape == (3, 17) and C.flags.c_contiguous and np.array_equal(C, stored[:, :17])
@@ -334,7 +338,7 @@ def test_a_kernel_s_shared_memory_limit_is_raised_once_not_at_every_launch(monke
     limit is raised once for each larger size asked for."""
     import types
 
-    from gemmlab import compiler, gpu
+    from gemmlab.runtime import compiler, gpu
 
     calls = []
     monkeypatch.setattr(gpu, "driver_call", lambda name, *args: calls.append(name))
@@ -346,3 +350,12 @@ def test_a_kernel_s_shared_memory_limit_is_raised_once_not_at_every_launch(monke
     assert calls == ["cuModuleLoadData", "cuModuleGetFunction", "cuFuncSetAttribute"]
     compiled.driver_function("wgmma_gemm_tmastore_bf16", 232_448)
     assert calls[-1] == "cuFuncSetAttribute" and len(calls) == 4
+
+
+def test_the_copy_engine_probe_compiles_the_course_unit_of_its_file():
+    """tensor_maps.tile_image compiles 09_hopper.cu without asking the course's compile units (the runtime sits below
+    them); its unit must be the one they give, or the file would be compiled twice, once without what Python adds."""
+    from gemmlab.gemm import units
+    from gemmlab.runtime import tensor_maps
+
+    assert tensor_maps.unit() == units.unit(tensor_maps.SOURCE)

@@ -1,6 +1,6 @@
 """Every kernel file compiles with nvcc, as gemmlab compiles it (its compile unit: the file, the constants
 and the generated entry points), without warnings or register spills, for every supported GPU; and the
-compiler refuses exactly the fast-kernel configurations that gemmlab.fast_configs refuses."""
+compiler refuses exactly the fast-kernel configurations that gemmlab.gemm.fast_configs refuses."""
 
 import re
 import shutil
@@ -9,12 +9,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gemmlab import compile_units, fast_configs
-from gemmlab.compile_units import CompileUnit
-from gemmlab.fast_configs import FastConfig
+from gemmlab.gemm import fast_configs, units
+from gemmlab.runtime.compiler import CompileUnit
+from gemmlab.gemm.fast_configs import FastConfig
 
 ARCHS = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"]
-UNITS = compile_units.all_units()
+UNITS = units.all_units()
 NVCC = shutil.which("nvcc")
 
 # Skips where nvcc is missing, or fails there under GEMMLAB_STRICT_TOOLS=1 (tests/conftest.py).
@@ -67,7 +67,7 @@ def test_hopper_files_compile_for_sm_90a_alone():
 
 
 def test_every_configuration_is_compiled():
-    unit = compile_units.unit(fast_configs.SOURCE)
+    unit = units.unit(fast_configs.SOURCE)
     assert entry_points(unit.text) == {c.function for c in fast_configs.CONFIGS}
 
 
@@ -79,8 +79,8 @@ def test_every_source_opens_with_what_it_computes():
 
 def test_probes_need_the_constant_that_python_owns(tmp_path):
     """00_probes.cu takes FMA_CHAINS from gemmlab; without it, it refuses to compile and says why."""
-    unit = compile_units.unit("00_probes.cu")
-    assert unit.options == [f"-DFMA_CHAINS={compile_units.FMA_CHAINS}"]
+    unit = units.unit("00_probes.cu")
+    assert unit.options == [f"-DFMA_CHAINS={units.FMA_CHAINS}"]
     proc = nvcc(CompileUnit(unit.path), "sm_80", tmp_path)
     assert proc.returncode != 0 and "-DFMA_CHAINS" in proc.stderr
 
@@ -104,7 +104,7 @@ AGREEMENT = [
 
 
 def test_the_compiler_refuses_exactly_what_python_refuses(tmp_path):
-    source = compile_units.unit(fast_configs.SOURCE).path
+    source = units.unit(fast_configs.SOURCE).path
 
     def compiles(config):
         return nvcc(CompileUnit(source, fast_configs.entry_points([config])), "sm_80", tmp_path).returncode == 0

@@ -1,11 +1,13 @@
-"""gemmlab's architecture holds: no import cycles, no import that goes up the layer map of
-gemmlab.LAYERS (function-level imports included), every module in exactly one layer, and no module
-name that shadows a builtin or a standard-library module in a notebook's namespace."""
+"""gemmlab's architecture holds: the import-linter contracts in pyproject.toml are kept (the layers models <- runtime
+<- gemm <- measure | book, the models' independence from the GPU side, the book's from the kernels, no import
+cycles), each of them can fail, and no module name shadows a builtin or a standard-library module in a notebook's
+namespace."""
 
 from __future__ import annotations
 
-import ast
 import builtins
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,90 +16,73 @@ import pytest
 import gemmlab
 
 PACKAGE_DIR = Path(gemmlab.__file__).parent
+ROOT = PACKAGE_DIR.parent
+CONTRACTS = ("layers", "models-need-no-gpu", "book-needs-no-kernels", "no-cycles")
+"""The ids of the contracts in pyproject.toml's [tool.importlinter]."""
+
+# import-linter's `lint-imports` command, run by this interpreter (the venv's) whatever PATH holds.
+LINT_IMPORTS = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
 
 
-def imports_of(path: Path, package: str, modules: set[str]) -> set[str]:
-    """The package's modules that ``path`` imports, anywhere in the file (also inside functions)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            parts = (node.module or "").split(".") if node.module else []
-            if node.level == 1 or (node.level == 0 and parts[:1] == [package]):
-                rest = parts if node.level == 1 else parts[1:]
-                found |= {rest[0]} if rest else {a.name for a in node.names}
-        elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith(package + ".")}
-    return found & modules
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """``lint-imports`` in ``root``: the contracts of its pyproject.toml over its gemmlab/ (the current folder comes
+    first on the path, before the installed package)."""
+    return subprocess.run([sys.executable, "-c", LINT_IMPORTS, "--no-cache", "--no-logo"], cwd=root, capture_output=True,
+                          text=True, timeout=300)
 
 
-def architecture_problems(package_dir: Path, layers) -> list[str]:
-    """Everything wrong with a package's imports against its layer map ``((name, modules), ...)``, bottom first."""
-    package = package_dir.name
-    files = {p.stem: p for p in package_dir.glob("*.py") if p.stem != "__init__"}
-    layer_of = {m: i for i, (_, ms) in enumerate(layers) for m in ms}
-    problems = [f"{m}.py is in no layer" for m in sorted(set(files) - set(layer_of))]
-    problems += [f"the layer map names {m}, which is no module" for m in sorted(set(layer_of) - set(files))]
-    listed = [m for _, ms in layers for m in ms]
-    problems += [f"{m} is in more than one layer" for m in sorted({m for m in listed if listed.count(m) > 1})]
-    graph = {m: imports_of(p, package, set(files)) - {m} for m, p in files.items()}
-    for m, deps in sorted(graph.items()):
-        for d in sorted(deps):
-            if m in layer_of and d in layer_of and layer_of[d] > layer_of[m]:
-                problems.append(f"{m} (layer {layer_of[m] + 1}) imports {d} from layer {layer_of[d] + 1}, above it")
-    state: dict[str, int] = {}
-
-    def visit(m, path):
-        state[m] = 1
-        for d in sorted(graph[m]):
-            if state.get(d) == 1:
-                problems.append("import cycle: " + " -> ".join(path[path.index(d):] + [d]))
-            elif d not in state:
-                visit(d, path + [d])
-        state[m] = 2
-
-    for m in sorted(graph):
-        if m not in state:
-            visit(m, [m])
-    return problems
+def test_gemmlab_keeps_its_contracts():
+    run = lint_imports(ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in run.stdout, run.stdout
 
 
-def test_gemmlab_holds_its_layers():
-    assert architecture_problems(PACKAGE_DIR, gemmlab.LAYERS) == []
+def broken_copy(tmp_path: Path, module: str, line: str) -> Path:
+    """A copy of the repository's package and contracts with ``line`` added to gemmlab/``module``."""
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(PACKAGE_DIR, tmp_path / "gemmlab", ignore=shutil.ignore_patterns("__pycache__"))
+    path = tmp_path / "gemmlab" / module
+    path.write_text(path.read_text(encoding="utf-8") + "\n" + line + "\n", encoding="utf-8")
+    return tmp_path
 
 
-def plant(tmp_path, files: dict[str, str]) -> Path:
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    for name, text in files.items():
-        (pkg / f"{name}.py").write_text(text)
-    return pkg
+@pytest.mark.parametrize("module, line, broken, chain", [
+    ("models/limits.py", "from ..runtime import gpu", {"layers", "models-need-no-gpu", "no-cycles"},
+     "gemmlab.models.limits -> gemmlab.runtime.gpu"),
+    ("models/verify.py", "def f():\n    import pycuda.driver", {"models-need-no-gpu"}, "gemmlab.models.verify -> pycuda"),
+    ("book/source.py", "from ..gemm import registry", {"book-needs-no-kernels"}, "gemmlab.book.source -> gemmlab.gemm.registry"),
+    ("book/figures.py", "from ..measure import bench", {"layers", "book-needs-no-kernels"},
+     "gemmlab.book.figures -> gemmlab.measure.bench"),
+    ("runtime/gpu.py", "from ..gemm import registry", {"layers", "book-needs-no-kernels", "no-cycles"},   # the book, through gpu
+     "gemmlab.runtime.gpu -> gemmlab.gemm.registry"),
+    ("models/traffic.py", "from . import banks", {"no-cycles"}, "No cycles are allowed in gemmlab.models"),
+], ids=["models-up-to-runtime", "models-to-pycuda", "book-to-gemm", "book-to-measure", "runtime-up-to-gemm",
+        "a-cycle-in-models"])
+def test_the_contracts_can_fail(tmp_path, module, line, broken, chain):
+    """One import planted in a copy of the package breaks exactly the contracts it should, and the report names it (an
+    import that goes up a layer also closes a cycle between subpackages)."""
+    run = lint_imports(broken_copy(tmp_path, module, line))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"{len(CONTRACTS) - len(broken)} kept, {len(broken)} broken." in run.stdout, run.stdout
+    assert chain in run.stdout, run.stdout
 
 
-def test_a_planted_cycle_is_found(tmp_path):
-    pkg = plant(tmp_path, {"a": "from . import b\n", "b": "def f():\n    from .a import x\n", "c": "import pkg.a\n"})
-    problems = architecture_problems(pkg, (("low", ("a", "b", "c")),))
-    assert problems == ["import cycle: a -> b -> a"]
+def test_the_contracts_are_the_ones_this_test_knows():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    assert tuple(c["id"] for c in config["contracts"]) == CONTRACTS
 
 
-def test_an_upward_import_and_an_unlisted_module_are_found(tmp_path):
-    pkg = plant(tmp_path, {"low": "def f():\n    from pkg import high\n", "high": "from . import low\n", "stray": ""})
-    problems = architecture_problems(pkg, (("bottom", ("low",)), ("top", ("high", "ghost"))))
-    assert "low (layer 1) imports high from layer 2, above it" in problems
-    assert "stray.py is in no layer" in problems and "the layer map names ghost, which is no module" in problems
-    assert any(p.startswith("import cycle: ") for p in problems)
+def modules() -> list[str]:
+    return sorted(".".join(p.relative_to(PACKAGE_DIR).with_suffix("").parts) for p in PACKAGE_DIR.rglob("*.py")
+                  if not p.name.startswith("_"))
 
 
-@pytest.mark.parametrize("module", sorted(p.stem for p in PACKAGE_DIR.glob("*.py") if not p.stem.startswith("_")))
+@pytest.mark.parametrize("module", modules())
 def test_no_module_shadows_a_builtin_or_the_standard_library(module):
-    assert module not in sys.stdlib_module_names, f"gemmlab.{module} shadows the standard library's {module}"
-    assert not hasattr(builtins, module), f"gemmlab.{module} shadows the builtin {module}"
-
-
-def test_the_api_page_follows_the_layer_map():
-    """book/api.md documents every module, layer by layer, in the order of gemmlab.LAYERS."""
-    import re
-
-    text = (PACKAGE_DIR.parent / "book" / "api.md").read_text(encoding="utf-8")
-    documented = re.findall(r"^### `gemmlab\.(\w+)`$", text, re.M)
-    assert documented == [m for _, ms in gemmlab.LAYERS for m in ms if m != "__main__"]
+    """A notebook imports modules by their last name (``from gemmlab.runtime import timing``), and subpackages by
+    theirs: neither may hide a builtin or a standard-library module there."""
+    for name in module.split("."):
+        assert name not in sys.stdlib_module_names, f"gemmlab.{module}: {name} shadows the standard library's {name}"
+        assert not hasattr(builtins, name), f"gemmlab.{module}: {name} shadows the builtin {name}"

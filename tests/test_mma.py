@@ -1,4 +1,4 @@
-"""The tensor-core fragment model (gemmlab.mma) on what the PTX ISA states, with no GPU: every element of
+"""The tensor-core fragment model (gemmlab.models.mma) on what the PTX ISA states, with no GPU: every element of
 A, B and C held by exactly one lane and element, the register counts of the ISA, its formulas at sample
 lanes, ldmatrix delivering exactly the mma fragments, and the XOR swizzle taking chapter 4's bank model
 to the ideal where the plain layout conflicts. tests/gpu/test_mma_probe.py checks the same model on a GPU."""
@@ -9,7 +9,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from gemmlab import banks, compile_units, mma, probes
+from gemmlab.gemm import units
+from gemmlab.measure import probes
+from gemmlab.models import banks, mma
 
 INSTRUCTIONS = mma.INSTRUCTIONS
 IDS = [f"{i.shape}-{i.dtype}" for i in INSTRUCTIONS]
@@ -234,7 +236,7 @@ def test_the_bank_model_is_chapter_4s():
 
 # ------------------------------------------------------------------------------------------ the probe kernel
 
-PROBE = compile_units.unit(probes.MMA_PROBES)
+PROBE = units.unit(probes.MMA_PROBES)
 
 
 def test_the_probe_file_runs_every_instruction_of_the_model():

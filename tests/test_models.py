@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from gemmlab import models
+from gemmlab.models import traffic
 
 
 def brute_naive(M, N, K):
@@ -33,7 +33,7 @@ SIZES = [(1, 1, 1), (4, 4, 4), (5, 7, 3), (8, 8, 8), (9, 17, 33), (16, 3, 20)]
 
 @pytest.mark.parametrize("M,N,K", SIZES)
 def test_naive_counts(M, N, K):
-    t = models.naive_traffic(M, N, K)
+    t = traffic.naive_traffic(M, N, K)
     assert (t.loads_A, t.loads_B) == brute_naive(M, N, K) == (M * N * K, M * N * K)
     assert t.intensity == pytest.approx(0.25)
 
@@ -41,40 +41,41 @@ def test_naive_counts(M, N, K):
 @pytest.mark.parametrize("M,N,K", SIZES)
 @pytest.mark.parametrize("T", [1, 2, 4, 8])
 def test_tiled_counts(M, N, K, T):
-    t = models.tiled_traffic(M, N, K, T)
+    t = traffic.tiled_traffic(M, N, K, T)
     assert (t.loads_A, t.loads_B) == brute_tiled(M, N, K, T)
 
 
 def test_tiled_divides_traffic_by_T_when_T_divides_the_sizes():
     n = 1024
     for T in (8, 16, 32):
-        assert models.naive_traffic(n, n, n).loads == T * models.tiled_traffic(n, n, n, T).loads
-        assert models.tiled_traffic(n, n, n, T).intensity == pytest.approx(models.tiled_intensity(T))
+        assert traffic.naive_traffic(n, n, n).loads == T * traffic.tiled_traffic(n, n, n, T).loads
+        assert traffic.tiled_traffic(n, n, n, T).intensity == pytest.approx(traffic.tiled_intensity(T))
 
 
 def test_intensities_are_what_the_traffic_model_counts():
     """The closed forms of chapters 1 and 2 against FLOPs over the bytes the brute-force count loads."""
     for M, N, K in SIZES:
         naive_a, naive_b = brute_naive(M, N, K)
-        assert models.gemm_flops(M, N, K) / (4 * (naive_a + naive_b)) == models.naive_intensity()
+        assert traffic.gemm_flops(M, N, K) / (4 * (naive_a + naive_b)) == traffic.naive_intensity()
     for T in (2, 4, 8):
         a, b = brute_tiled(8 * T, 8 * T, 8 * T, T)
-        assert models.gemm_flops(8 * T, 8 * T, 8 * T) / (4 * (a + b)) == pytest.approx(models.tiled_intensity(T))
+        assert traffic.gemm_flops(8 * T, 8 * T, 8 * T) / (4 * (a + b)) == pytest.approx(traffic.tiled_intensity(T))
 
 
 @pytest.mark.usefixtures("nvcc_path")     # skips without nvcc; fails under GEMMLAB_STRICT_TOOLS=1
 def test_shared_bytes_are_what_ptxas_allocates():
-    from gemmlab import compile_units, compiler
+    from gemmlab.gemm import units
+    from gemmlab.runtime import compiler
 
-    unit = compile_units.unit("02_tiled.cu")
+    unit = units.unit("02_tiled.cu")
     report = {e.function: e.shared_bytes for e in compiler.ptxas_report(unit.text, "sm_80", unit.options)}
-    assert {T: report[f"gemm_tiled_{T}"] for T in (8, 16, 32)} == {T: models.tiled_shared_bytes(T) for T in (8, 16, 32)}
+    assert {T: report[f"gemm_tiled_{T}"] for T in (8, 16, 32)} == {T: traffic.tiled_shared_bytes(T) for T in (8, 16, 32)}
 
 
 def test_roofline_and_ridge():
     peak, bw = 10e12, 1e12
-    assert models.ridge_point(peak, bw) == 10
-    np.testing.assert_allclose(models.roofline([0.25, 10, 100], peak, bw), [0.25e12, 10e12, 10e12])
+    assert traffic.ridge_point(peak, bw) == 10
+    np.testing.assert_allclose(traffic.roofline([0.25, 10, 100], peak, bw), [0.25e12, 10e12, 10e12])
 
 
 def brute_warp_naive(M, N, K, column=False):
@@ -112,33 +113,33 @@ def brute_warp_tiled(M, N, K, T):
 
 @pytest.mark.parametrize("M,N,K", [(32, 32, 32), (64, 96, 32), (32, 64, 96)])
 def test_naive_warp_model_matches_a_trace(M, N, K):
-    t = models.naive_warp_traffic(M, N, K)
+    t = traffic.naive_warp_traffic(M, N, K)
     assert ([t.requests_A, t.requests_B], [t.sectors_A, t.sectors_B]) == brute_warp_naive(M, N, K)
 
 
 @pytest.mark.parametrize("M,N,K", [(32, 32, 32), (64, 96, 32), (32, 64, 96)])
 def test_naive_column_warp_model_matches_a_trace(M, N, K):
-    t = models.naive_column_warp_traffic(M, N, K)
+    t = traffic.naive_column_warp_traffic(M, N, K)
     assert ([t.requests_A, t.requests_B], [t.sectors_A, t.sectors_B]) == brute_warp_naive(M, N, K, column=True)
-    row = models.naive_warp_traffic(M, N, K)
+    row = traffic.naive_warp_traffic(M, N, K)
     assert t.requests == row.requests and (t.sectors, row.sectors) == (33 * t.requests // 2, 5 * row.requests // 2)
 
 
 @pytest.mark.parametrize("T", [8, 16, 32])
 @pytest.mark.parametrize("M,N,K", [(32, 32, 32), (64, 96, 32), (32, 64, 96)])
 def test_tiled_warp_model_matches_a_trace(M, N, K, T):
-    t = models.tiled_warp_traffic(M, N, K, T)
+    t = traffic.tiled_warp_traffic(M, N, K, T)
     assert ([t.requests_A, t.requests_B], [t.sectors_A, t.sectors_B]) == brute_warp_tiled(M, N, K, T)
 
 
 def test_warp_model_at_1024_and_its_limits():
-    assert models.naive_warp_traffic(1024, 1024, 1024).requests == 67_108_864
-    assert models.tiled_warp_traffic(1024, 1024, 1024, 32).requests == 2_097_152
-    assert models.naive_warp_traffic(1024, 1024, 1024).requests == 32 * models.tiled_warp_traffic(1024, 1024, 1024, 32).requests
+    assert traffic.naive_warp_traffic(1024, 1024, 1024).requests == 67_108_864
+    assert traffic.tiled_warp_traffic(1024, 1024, 1024, 32).requests == 2_097_152
+    assert traffic.naive_warp_traffic(1024, 1024, 1024).requests == 32 * traffic.tiled_warp_traffic(1024, 1024, 1024, 32).requests
     with pytest.raises(ValueError, match="multiples of 32; got N=1000"):
-        models.naive_warp_traffic(1024, 1000, 1024)
+        traffic.naive_warp_traffic(1024, 1000, 1024)
     with pytest.raises(ValueError, match="T = 4"):
-        models.tiled_warp_traffic(64, 64, 64, 4)
+        traffic.tiled_warp_traffic(64, 64, 64, 4)
 
 
 def emulate_early_return(A, B, T):
@@ -174,24 +175,24 @@ def test_early_return_prediction_matches_an_emulation(M, N, K, T):
     rng = np.random.default_rng(0)
     A, B = rng.uniform(1, 2, (M, K)), rng.uniform(1, 2, (K, N))
     C = emulate_early_return(A, B, T)
-    exposed = models.early_return_affected(M, N, T)
+    exposed = traffic.early_return_affected(M, N, T)
     assert np.array_equal(np.isnan(C), exposed)
     np.testing.assert_allclose(C[~exposed], (A @ B)[~exposed])
 
 
 def test_early_return_at_1000_and_1024():
-    assert models.early_return_affected(1000, 1000, 32).sum() == 15_936
-    assert models.early_return_affected(1024, 1024, 32).sum() == 0
+    assert traffic.early_return_affected(1000, 1000, 32).sum() == 15_936
+    assert traffic.early_return_affected(1024, 1024, 32).sum() == 0
 
 
 def test_tile_intensity_at_both_levels():
-    from gemmlab import models
+    from gemmlab.models import traffic
 
-    tiled = models.tile_intensity(32, 32)
-    assert tiled.global_to_shared == models.tiled_intensity(32) == 8 and tiled.shared_to_registers == 0.25
-    one_d = models.tile_intensity(64, 64, 8, 1)
+    tiled = traffic.tile_intensity(32, 32)
+    assert tiled.global_to_shared == traffic.tiled_intensity(32) == 8 and tiled.shared_to_registers == 0.25
+    one_d = traffic.tile_intensity(64, 64, 8, 1)
     assert one_d.global_to_shared == 16 and one_d.shared_to_registers == 16 / 36
-    two_d = models.tile_intensity(128, 128, 8, 8)
+    two_d = traffic.tile_intensity(128, 128, 8, 8)
     assert (two_d.global_to_shared, two_d.shared_to_registers) == (32, 2)
     with pytest.raises(ValueError, match="positive"):
-        models.tile_intensity(0, 32)
+        traffic.tile_intensity(0, 32)

@@ -7,7 +7,8 @@ import nbformat
 import pytest
 
 import gemmlab
-from gemmlab import colab, compile_units, provenance
+from gemmlab.gemm import units
+from gemmlab.runtime import colab, provenance
 from notebook_tools import (CHAPTERS, GPU_MODULES, ROOT, UNNUMBERED, assigned_string, config, load_script, output_text,
                             read, setup_cell, tags)
 
@@ -26,7 +27,7 @@ def test_valid_notebook_format(chapter):
 
 
 def test_no_draft_placeholder_is_published(chapter):
-    """drafts/ mark prose that waits for a GPU run with @@NAME@@; a published chapter has none left."""
+    """Prose that waits for a GPU run is marked @@NAME@@ while it is written; a published chapter has none left."""
     path, nb = chapter
     left = [c.get("id") for c in nb.cells if re.search(r"@@\w*@@", c.source)]
     assert not left, f"{path.name}: placeholders left in cells {left}"
@@ -116,7 +117,7 @@ def test_setup_cell_uses_the_configured_repository(chapter):
 
 
 def test_setup_cell_installs_the_pinned_pycuda(chapter):
-    """The cell installs PyCUDA through gemmlab.colab, whose pin is requirements-gpu.txt's."""
+    """The cell installs PyCUDA through gemmlab.runtime.colab, whose pin is requirements-gpu.txt's."""
     _, nb = chapter
     pin = re.search(r"^pycuda==\S+", (ROOT / "requirements-gpu.txt").read_text(), re.M).group(0)
     assert colab.PYCUDA == pin
@@ -154,7 +155,7 @@ def test_outputs_come_from_a_run(chapter):
 def test_fresh_against_kernel_sources(chapter):
     """Every kernel hash in the stored outputs is the hash of the file as it is now."""
     _, nb = chapter
-    problems = compile_units.stale("\n".join(output_text(c) for c in nb.cells if c.cell_type == "code"))
+    problems = units.stale("\n".join(output_text(c) for c in nb.cells if c.cell_type == "code"))
     assert not problems, "stale outputs (re-execute the notebook on a GPU):\n" + "\n".join(problems)
 
 
@@ -245,7 +246,7 @@ def test_freshness_check_fails_on_a_changed_kernel(tmp_path):
     copy = tmp_path / path
     copy.parent.mkdir(parents=True)
     copy.write_text((ROOT / path).read_text() + "\n// edited after the notebook ran\n")
-    assert any(p.startswith(path) for p in compile_units.stale(text, tmp_path))
+    assert any(p.startswith(path) for p in units.stale(text, tmp_path))
 
 
 def test_kernel_solutions_compile_for_every_architecture(chapter, tmp_path, skip_or_fail):
@@ -280,10 +281,10 @@ def workbench_outputs():
 
 
 def test_workbench_outputs_are_fresh():
-    """A stored Workbench equals what gemmlab.workbench renders now (same data, CSS and script)."""
+    """A stored Workbench equals what gemmlab.book.workbench renders now (same data, CSS and script)."""
     import json
 
-    from gemmlab import workbench
+    from gemmlab.book import workbench
 
     found = list(workbench_outputs())
     if not found:

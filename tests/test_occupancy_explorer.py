@@ -4,7 +4,9 @@ import re
 
 import pytest
 
-from gemmlab import device, occupancy, occupancy_explorer
+from gemmlab.book import occupancy_explorer
+from gemmlab.models import occupancy
+from gemmlab.runtime import device
 
 
 def test_presets_carry_the_limits_the_rules_use():

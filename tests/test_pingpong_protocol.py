@@ -1,4 +1,4 @@
-"""Chapter 9's ring of stages without a GPU (``gemmlab.pipeline``): a producer, two consumer warpgroups, TMA copies
+"""Chapter 9's ring of stages without a GPU (``gemmlab.models.pipeline``): a producer, two consumer warpgroups, TMA copies
 that land in any order and wgmma groups, under random schedules and cycle by cycle.
 
 The kernels' comments argue that every parity wait sees the phase it means, no stage is overwritten while a wgmma
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import pipeline
-from gemmlab.pipeline import Config, Shuffled, play
+from gemmlab.models import pipeline
+from gemmlab.models.pipeline import Config, Shuffled, play
 
 KERNEL = Path(__file__).parents[1] / "kernels" / "09_hopper.cu"
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import pipeline, pipeline_explorer
+from gemmlab.book import pipeline_explorer
+from gemmlab.models import pipeline
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "book" / "pipeline.ipynb"
 

@@ -1,13 +1,14 @@
 """The Pipeline Explorer in a real browser (headless Debian chromium through Playwright, the fixtures of
 tests/conftest.py), operated from the keyboard alone at 1366 px and by taps at 390 px: the cycles it steps through
-are the protocol model's (gemmlab.pipeline) for the default ring and both faults; every control does what it says;
+are the protocol model's (gemmlab.models.pipeline) for the default ring and both faults; every control does what it says;
 nothing on a phone is smaller than a finger's tap target; no console errors, no request to another host."""
 
 from __future__ import annotations
 
 import pytest
 
-from gemmlab import pipeline, pipeline_explorer
+from gemmlab.book import pipeline_explorer
+from gemmlab.models import pipeline
 
 pytestmark = pytest.mark.slow
 

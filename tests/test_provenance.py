@@ -4,18 +4,20 @@ import hashlib
 
 import pytest
 
-from gemmlab import compile_units, fast_configs, provenance, source
+from gemmlab.book import source
+from gemmlab.gemm import fast_configs, units
+from gemmlab.runtime import provenance
 
 PROBES = provenance.KERNELS_DIR / "00_probes.cu"
 
 
 def test_line_names_path_hash_arch_and_configuration():
-    unit = compile_units.unit("00_probes.cu")
+    unit = units.unit("00_probes.cu")
     sha = hashlib.sha256(PROBES.read_bytes()).hexdigest()[:12]
     line = unit.provenance("sm_90")
     assert line == f"[gemmlab] kernels/00_probes.cu sha256:{sha} sm_90 config:{unit.config_sha}"
     assert provenance.find("noise\n" + line + "\n") == [provenance.Mention("kernels/00_probes.cu", sha, "sm_90", unit.config_sha)]
-    plain = compile_units.unit("02_tiled.cu")
+    plain = units.unit("02_tiled.cu")
     assert plain.config_sha is None and plain.provenance("sm_75").endswith(" sm_75")
 
 
@@ -34,21 +36,21 @@ def test_stale_detects_a_changed_file(tmp_path):
 
 def test_stale_detects_a_changed_configuration(monkeypatch):
     """An output of 07_fast.cu is stale when the configurations compiled into it change, file untouched."""
-    output = compile_units.unit(fast_configs.SOURCE).provenance("sm_90")
-    assert compile_units.stale(output) == []
+    output = units.unit(fast_configs.SOURCE).provenance("sm_90")
+    assert units.stale(output) == []
     monkeypatch.setattr(fast_configs, "CONFIGS", fast_configs.CONFIGS[:-1])
-    compile_units._course_unit.cache_clear()
+    units._course_unit.cache_clear()
     try:
-        [problem] = compile_units.stale(output)
+        [problem] = units.stale(output)
         assert problem.startswith("kernels/07_fast.cu: output has config:")
     finally:
-        compile_units._course_unit.cache_clear()
+        units._course_unit.cache_clear()
 
 
 def test_a_custom_unit_and_a_listing_are_checked_for_the_file_only():
-    mine = compile_units.unit(fast_configs.SOURCE, [fast_configs.FastConfig(64, 256, 8, 32, 64, 8, 8)])
+    mine = units.unit(fast_configs.SOURCE, [fast_configs.FastConfig(64, 256, 8, 32, 64, 8, 8)])
     listing = repr(source.show(fast_configs.SOURCE))
-    assert compile_units.stale(mine.provenance("sm_80") + "\n" + listing) == []
+    assert units.stale(mine.provenance("sm_80") + "\n" + listing) == []
 
 
 def test_kernel_path_resolution():

@@ -187,11 +187,11 @@ def exists(path: str) -> bool:
 
 def test_contributing_path_filter():
     """The filter finds paths in spans, commands, blocks and links, and skips URLs and patterns."""
-    sample = ("Run `bash scripts/test.sh -m \"not slow\"`; see `gemmlab/registry.py`, [the README](README.md#layout)"
+    sample = ("Run `bash scripts/test.sh -m \"not slow\"`; see `gemmlab/gemm/registry.py`, [the README](README.md#layout)"
               " and `chapters/NN_slug.ipynb`, `kernels/*.cu`, the `.cu` file, `https://example.org/a/b`,"
               " `gemmlab.LAYERS`, `_build/html`, `02_tiled.cu`.\n"
               "```bash\npython3 -m gemmlab bench --json results/bench.json   # writes docs/notes.md\n```\n")
-    assert mentioned_paths(sample) == {"scripts/test.sh", "gemmlab/registry.py", "README.md", "results/bench.json",
+    assert mentioned_paths(sample) == {"scripts/test.sh", "gemmlab/gemm/registry.py", "README.md", "results/bench.json",
                                        "02_tiled.cu"}
     assert exists("02_tiled.cu") and not exists("99_nothing.cu") and not exists("kernels/99_nothing.cu")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import colab
+from gemmlab.runtime import colab
 from notebook_tools import ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -50,7 +50,7 @@ def test_one_pycuda_pin():
     gpu = pins(ROOT / "requirements-gpu.txt")["pycuda"]
     for extra in ("gpu", "cuda12", "cuda13"):
         assert f"pycuda=={gpu}" in EXTRAS[extra], f"the {extra} extra pins PyCUDA {gpu}, as requirements-gpu.txt does"
-    assert colab.PYCUDA == f"pycuda=={gpu}", "the Colab setup cell installs the pinned PyCUDA (gemmlab.colab)"
+    assert colab.PYCUDA == f"pycuda=={gpu}", "the Colab setup cell installs the pinned PyCUDA (gemmlab.runtime.colab)"
 
 
 def test_cupy_is_named_per_cuda_major():

@@ -5,7 +5,9 @@ GEMMLAB_STRICT_TOOLS=1). The GPU suite checks chapter 9's claims on the cubin th
 
 import pytest
 
-from gemmlab import compile_units, compiler, fast_configs, probes, registry, tc_configs, tc_tma, tma, watchdog
+from gemmlab.gemm import fast_configs, registry, tc_configs, tensor_tma, units, wgmma
+from gemmlab.measure import probes
+from gemmlab.runtime import compiler, watchdog
 from sass_claims import (HOPPER_OPS, TENSOR_OPS, TMA_STEP_OPS, bank_model_problems, counted_loop_problems,
                          hopper_problems, probe_problems, tensor_ladder_problems, tma_step_problems, vector_load_problems)
 
@@ -19,8 +21,8 @@ def disassembler(skip_or_fail):
 
 
 def test_chapter_9_gemms_multiply_with_hgmma_copy_with_the_engine_and_never_spill():
-    unit = compile_units.unit(tma.SOURCE)
-    kernels = [(c, tma.hopper_kernel(c, precision=p).entry_point) for c in tma.GEMMS for p in tma.PRECISIONS]
+    unit = units.unit(wgmma.SOURCE)
+    kernels = [(c, wgmma.hopper_kernel(c, precision=p).entry_point) for c in wgmma.GEMMS for p in wgmma.PRECISIONS]
     sass = compiler.offline_sass(unit, unit.arch_specific, [name for _, name in kernels])
     problems = {name: hopper_problems(compiler.opcode_counts(sass[name], HOPPER_OPS), c.c_map, c.streamk)
                 for c, name in kernels}
@@ -29,15 +31,15 @@ def test_chapter_9_gemms_multiply_with_hgmma_copy_with_the_engine_and_never_spil
 
 def test_chapter_8_reads_its_ladders_machine_code_right():
     kernels = registry.tensor_kernels("FP16")
-    sass = compiler.offline_sass(compile_units.unit(tc_configs.SOURCE), "sm_90", [k.entry_point for k in kernels.values()])
+    sass = compiler.offline_sass(units.unit(tc_configs.SOURCE), "sm_90", [k.entry_point for k in kernels.values()])
     counts = {name.removesuffix("_f16"): compiler.opcode_counts(sass[k.entry_point], TENSOR_OPS)
               for name, k in kernels.items()}
     assert not tensor_ladder_problems(counts), counts
 
 
 def test_chapter_8_hopper_step_copies_with_the_engine_and_multiplies_as_tc_inner():
-    kernels = [tc_tma.tma_kernel(p) for p in tc_configs.TMA_WS.precisions]
-    unit = tc_tma.unit()
+    kernels = [tensor_tma.tma_kernel(p) for p in tc_configs.TMA_WS.precisions]
+    unit = tensor_tma.unit()
     sass = compiler.offline_sass(unit, unit.arch_specific, [k.entry_point for k in kernels])
     counts = {k.entry_point: compiler.opcode_counts(sass[k.entry_point], TMA_STEP_OPS) for k in kernels}
     assert not any(tma_step_problems(c) for c in counts.values()), counts
@@ -46,7 +48,7 @@ def test_chapter_8_hopper_step_copies_with_the_engine_and_multiplies_as_tc_inner
 def test_chapter_8_ceiling_probe_makes_no_register_moves():
     """Every form of the probe, on the architectures it runs on (sm_80's forms on sm_90, the T4's on sm_75 too); and
     the claim flags the counts of the probe as it was until 2026-12-02 (13 moves per 40 HMMA)."""
-    unit = compile_units.unit(probes.MMA_PROBES)
+    unit = units.unit(probes.MMA_PROBES)
     counts = {}
     for arch, forms in (("sm_90", sorted(probes.MMA_CEILINGS)), ("sm_75", [("m16n8k8", "f16")])):
         names = [f"mma_ceiling_{shape}_{dtype}" for shape, dtype in forms]
@@ -60,7 +62,7 @@ def test_chapter_4_bank_model_counts_the_shared_memory_instructions():
     problems = []
     for name, layout in (("tiled32", "plain"), ("banks_transposed", "transposed"), ("banks_padded", "padded")):
         k = registry.lookup(name)
-        sass = compiler.offline_sass(compile_units.unit(k.source), "sm_90", [k.function])[k.function]
+        sass = compiler.offline_sass(units.unit(k.source), "sm_90", [k.function])[k.function]
         problems += bank_model_problems(compiler.opcode_counts(sass, ("LDS", "STS", "FFMA")), layout)
     assert not problems
 
@@ -68,14 +70,14 @@ def test_chapter_4_bank_model_counts_the_shared_memory_instructions():
 def test_chapter_6_a_loop_the_compiler_can_count_unrolls():
     counted, strided = registry.lookup("regtile2d_t"), registry.lookup("regtile2d_t_strided")
     assert counted.source == strided.source
-    sass = compiler.offline_sass(compile_units.unit(counted.source), "sm_90", [counted.function, strided.function])
+    sass = compiler.offline_sass(units.unit(counted.source), "sm_90", [counted.function, strided.function])
     assert not counted_loop_problems(sass[counted.function], sass[strided.function])
 
 
 def test_chapter_7_vector_and_scalar_loads():
     fast = fast_configs.FAST                                # the chapter's kernel
     scalar = fast_configs.config(fast.function + "_scalar")
-    sass = compiler.offline_sass(compile_units.unit(fast_configs.SOURCE), "sm_90", [fast.function, scalar.function])
+    sass = compiler.offline_sass(units.unit(fast_configs.SOURCE), "sm_90", [fast.function, scalar.function])
     counts = {c.function: compiler.opcode_counts(sass[c.function], ("LDG",)) for c in (fast, scalar)}
     assert not vector_load_problems(counts[fast.function], counts[scalar.function]), counts
 

@@ -1,4 +1,4 @@
-"""Waves of blocks and the split-K choice (gemmlab.shapes), the size-aware kernel built on it, and the
+"""Waves of blocks and the split-K choice (gemmlab.models.shapes), the size-aware kernel built on it, and the
 pieces of chapter 7's kernel the chapter shows on their own. No GPU."""
 
 import math
@@ -6,8 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from gemmlab import fast_configs, precisions, registry, shapes, source
-from gemmlab.fast_configs import FAST
+from gemmlab.book import source
+from gemmlab.gemm import fast_configs, registry
+from gemmlab.measure import precisions
+from gemmlab.models import shapes
+from gemmlab.gemm.fast_configs import FAST
 
 H200 = dict(tile=(128, 128), bk=16, blocks_per_sm=2, sms=132)
 

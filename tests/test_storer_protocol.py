@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import pipeline, source
-from gemmlab.pipeline import ProtocolError, Step
+from gemmlab.book import source
+from gemmlab.models import pipeline
+from gemmlab.models.pipeline import ProtocolError, Step
 
 KERNEL = Path(__file__).parents[1] / "kernels" / "09_hopper.cu"
 

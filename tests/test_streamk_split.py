@@ -1,4 +1,4 @@
-"""Chapter 9's stream-K tail (``StreamK`` and ``STREAMK`` in kernels/09_hopper.cu, gemmlab.streamk), without a GPU:
+"""Chapter 9's stream-K tail (``StreamK`` and ``STREAMK`` in kernels/09_hopper.cu, gemmlab.models.streamk), without a GPU:
 the split computes every K-tile once and never stalls for thousands of sizes and grids; the kernel's own struct,
 compiled for the host, splits exactly as the model does; and the hand-off adds the parts of a cut tile into C in one
 order whatever the schedule, which waiting for the tile's last part alone would not."""
@@ -11,7 +11,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from gemmlab import provenance, streamk, tma
+from gemmlab.gemm import wgmma
+from gemmlab.models import streamk
+from gemmlab.runtime import provenance
 
 
 def cases():
@@ -124,5 +126,5 @@ def test_the_kernel_splits_as_the_model_does(tmp_path):
 
 
 def test_the_python_configuration_is_the_last_step_with_the_switch():
-    assert tma.GEMM_STREAMK.streamk and tma.GEMM_STREAMK.c_map and tma.GEMM_STREAMK.cluster == 2
-    assert tma.GEMM_STREAMK.shared == tma.GEMM_TMA_STORE.shared and not tma.GEMM_TMA_STORE.streamk
+    assert wgmma.GEMM_STREAMK.streamk and wgmma.GEMM_STREAMK.c_map and wgmma.GEMM_STREAMK.cluster == 2
+    assert wgmma.GEMM_STREAMK.shared == wgmma.GEMM_TMA_STORE.shared and not wgmma.GEMM_TMA_STORE.streamk

@@ -1,16 +1,17 @@
-"""Chapter 8's shared last wave (gemmlab.tail) without a GPU: the launcher's rule at the sizes the chapter and the
+"""Chapter 8's shared last wave (gemmlab.models.tail) without a GPU: the launcher's rule at the sizes the chapter and the
 bench time, and the parts each block computes, which must cover every K-tile of every tile exactly once."""
 
 from collections import defaultdict
 
 import pytest
 
-from gemmlab import tail, tc_configs, tensor_gemm
+from gemmlab.gemm import tc_configs, tensor_cores
+from gemmlab.models import tail
 
 def split_for(M, N, K, sms, precision="FP16"):
     """The split the launcher of chapter 8's tail kernel for ``precision`` chooses on ``sms`` SMs."""
     config = next(c for c in tc_configs.CONFIGS if c.TAIL and precision in c.precisions)
-    return tensor_gemm.mma_kernel(config, precision).tail_split(M, N, K, sms)
+    return tensor_cores.mma_kernel(config, precision).tail_split(M, N, K, sms)
 
 
 def test_8192_cubed_on_an_h200_shares_its_half_empty_last_wave():
@@ -68,4 +69,4 @@ def test_bad_splits_are_refused():
 def test_only_a_tail_kernel_has_a_split():
     inner = next(c for c in tc_configs.CONFIGS if c.INNER and not c.TAIL and "FP16" in c.precisions)
     with pytest.raises(ValueError, match="shares no last wave"):
-        tensor_gemm.mma_kernel(inner, "FP16").tail_split(8192, 8192, 8192, 132)
+        tensor_cores.mma_kernel(inner, "FP16").tail_split(8192, 8192, 8192, 132)

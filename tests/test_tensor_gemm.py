@@ -6,20 +6,22 @@ import re
 import numpy as np
 import pytest
 
-from gemmlab import compile_units, device, mma, provenance, tc_configs, tensor_gemm, verify
-from gemmlab.tc_configs import CONFIGS, TcConfig
+from gemmlab.gemm import tc_configs, tensor_cores, units
+from gemmlab.models import mma, verify
+from gemmlab.runtime import device, provenance
+from gemmlab.gemm.tc_configs import CONFIGS, TcConfig
 
 
 def test_every_configuration_is_valid_named_once_and_compiled():
     assert len({c.function for c in CONFIGS}) == len(CONFIGS)
     assert all(not c.problems() for c in CONFIGS)
-    text = compile_units.unit(tc_configs.SOURCE).text
+    text = units.unit(tc_configs.SOURCE).text
     for c in CONFIGS:
         for p, suffix in tc_configs.SUFFIXES.items():
             found = re.search(rf"void __launch_bounds__\({c.threads}, {c.MIN_BLOCKS}\)\n{c.function}_{suffix}\(", text)
             assert bool(found) == (p in c.precisions), (c.function, p)
     assert {p for c in CONFIGS for p in c.precisions} == set(tc_configs.SUFFIXES)
-    assert compile_units.unit(tc_configs.SOURCE).config_sha            # the generated part is in the provenance
+    assert units.unit(tc_configs.SOURCE).config_sha            # the generated part is in the provenance
 
 
 def test_the_ladder_steps_are_one_change_apart():
@@ -58,13 +60,13 @@ def test_shared_memory_of_each_configuration():
 @pytest.mark.parametrize("precision", ["FP16", "BF16", "TF32"])
 def test_operands_are_rounded_and_padded_with_zeros(precision):
     A, _ = verify.random_operands(5, 3, 9, seed=2)
-    D = tensor_gemm.to_device_format(A, precision)
+    D = tensor_cores.to_device_format(A, precision)
     assert D.shape == ((5, 16) if precision != "TF32" else (5, 12))
     assert D.dtype == (np.float32 if precision == "TF32" else np.uint16)
     assert not D[:, 9:].any()
     back = {"FP16": lambda d: d.view(np.float16).astype(np.float32), "BF16": mma.bf16_to_f32,
             "TF32": lambda d: d}[precision](D[:, :9])
-    assert np.array_equal(back, tensor_gemm.rounded(A, precision))
+    assert np.array_equal(back, tensor_cores.rounded(A, precision))
     unit = {"FP16": 2.0**-11, "BF16": 2.0**-8, "TF32": 2.0**-11}[precision]
     assert np.all(np.abs(back - A) <= unit * np.abs(A))                 # round to nearest: within half an ulp
     if precision == "TF32":
@@ -73,10 +75,10 @@ def test_operands_are_rounded_and_padded_with_zeros(precision):
 
 def test_tf32_kernels_take_b_transposed():
     A, B = verify.random_operands(3, 5, 7, seed=1)
-    a, b = tensor_gemm.device_operands(A, B, "TF32")
+    a, b = tensor_cores.device_operands(A, B, "TF32")
     assert a.shape == (3, 8) and b.shape == (5, 8)
     assert np.array_equal(b[:, :7], mma.to_tf32(B.T))
-    a16, b16 = tensor_gemm.device_operands(A, B, "FP16")
+    a16, b16 = tensor_cores.device_operands(A, B, "FP16")
     assert b16.shape == (7, 8)
 
 
@@ -94,8 +96,8 @@ def test_tf32_rounding_is_to_nearest_even_and_keeps_nan_and_inf():
 def test_products_of_16_bit_values_are_exact_in_fp32(precision):
     """Why the kernels are checked against the rounded inputs with chapter 1's FP32 bound: a product of two
     FP16 or TF32 (11 significant bits) or BF16 (8) values needs at most 22 bits, and FP32 has 24."""
-    a = tensor_gemm.rounded(np.random.default_rng(0).standard_normal(10_000).astype(np.float32), precision)
-    b = tensor_gemm.rounded(np.random.default_rng(1).standard_normal(10_000).astype(np.float32), precision)
+    a = tensor_cores.rounded(np.random.default_rng(0).standard_normal(10_000).astype(np.float32), precision)
+    b = tensor_cores.rounded(np.random.default_rng(1).standard_normal(10_000).astype(np.float32), precision)
     assert np.array_equal((a * b).astype(np.float64), a.astype(np.float64) * b.astype(np.float64))
 
 
@@ -107,35 +109,35 @@ def test_bf16_rounding_keeps_nan_and_inf():
 
 
 def test_which_gpus_have_which_instruction():
-    assert tensor_gemm.supports("FP16", device.T4.compute_capability)
-    assert not tensor_gemm.supports("BF16", device.T4.compute_capability)
-    assert tensor_gemm.supports("BF16", device.H200.compute_capability)
-    assert not tensor_gemm.supports("TF32", device.T4.compute_capability)
-    assert tensor_gemm.supports("TF32", device.H200.compute_capability)
+    assert tensor_cores.supports("FP16", device.T4.compute_capability)
+    assert not tensor_cores.supports("BF16", device.T4.compute_capability)
+    assert tensor_cores.supports("BF16", device.H200.compute_capability)
+    assert not tensor_cores.supports("TF32", device.T4.compute_capability)
+    assert tensor_cores.supports("TF32", device.H200.compute_capability)
     with pytest.raises(ValueError, match="FP16, BF16, TF32"):
-        tensor_gemm.supports("FP8", (9, 0))
+        tensor_cores.supports("FP8", (9, 0))
 
 
 def test_a_t4_is_refused_bf16_and_the_large_tiles_with_a_reason():
     A, B = verify.random_operands(64, 64, 64)
     with pytest.raises(RuntimeError, match="no BF16 tensor-core instruction"):
-        tensor_gemm.wmma_kernel("BF16").check(A, B, device.T4, 1 << 34)
+        tensor_cores.wmma_kernel("BF16").check(A, B, device.T4, 1 << 34)
     # The best kernel's four stages are two on sm_75 (no cp.async): 48 KiB, which a T4 allows; 64-deep tiles do not fit.
-    best = tensor_gemm.mma_kernel(tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf"))
+    best = tensor_cores.mma_kernel(tc_configs.config("tc_mma_128x256x32_64x64_s4_swz_async_pf"))
     assert best.unavailable_on(device.T4) is None and best.check(A, B, device.T4, 1 << 34) == (64, 64, 64)
-    deep = tensor_gemm.mma_kernel(tc_configs.config("tc_mma_128x256x64_64x64_s3_swz_async_pf"))
+    deep = tensor_cores.mma_kernel(tc_configs.config("tc_mma_128x256x64_64x64_s3_swz_async_pf"))
     with pytest.raises(ValueError, match="98,304 bytes of shared memory"):
         deep.check(A, B, device.T4, 1 << 34)
-    assert tensor_gemm.mma_kernel(CONFIGS[3]).check(A, B, device.T4, 1 << 34) == (64, 64, 64)
+    assert tensor_cores.mma_kernel(CONFIGS[3]).check(A, B, device.T4, 1 << 34) == (64, 64, 64)
     with pytest.raises(ValueError, match="FP16, BF16"):
-        tensor_gemm.mma_kernel(CONFIGS[0], "FP8")
+        tensor_cores.mma_kernel(CONFIGS[0], "FP8")
     with pytest.raises(ValueError, match="compiled for FP16, BF16 inputs, not TF32"):
-        tensor_gemm.mma_kernel(CONFIGS[0], "TF32")
+        tensor_cores.mma_kernel(CONFIGS[0], "TF32")
     with pytest.raises(ValueError, match="WMMA kernel takes FP16 or BF16"):
-        tensor_gemm.wmma_kernel("TF32")
+        tensor_cores.wmma_kernel("TF32")
     tf32 = next(c for c in CONFIGS if c.precisions == ("TF32",))
     with pytest.raises(RuntimeError, match="no TF32 tensor-core instruction"):
-        tensor_gemm.mma_kernel(tf32, "TF32").check(A, B, device.T4, 1 << 34)
+        tensor_cores.mma_kernel(tf32, "TF32").check(A, B, device.T4, 1 << 34)
 
 
 def test_tensor_peaks_match_the_datasheets():
@@ -152,7 +154,7 @@ def test_tensor_peaks_match_the_datasheets():
 
 
 def test_chapter_8_ladders_by_precision():
-    from gemmlab import registry
+    from gemmlab.gemm import registry
     f16, tf32 = registry.tensor_kernels("FP16"), registry.tensor_kernels("TF32")
     assert list(f16)[0] == "tc_wmma_f16" and list(f16)[-2:] == ["tc_inner_f16", "tc_tail_f16"]
     assert all(k.precision == "FP16" and k.input_precision == "FP16" for k in f16.values())
@@ -169,9 +171,9 @@ def test_chapter_8_ladders_by_precision():
 
 def test_tensor_kernels_are_checked_against_the_rounded_inputs():
     A, B = verify.random_operands(9, 7, 5, seed=3)
-    ref = tensor_gemm.wmma_kernel("BF16").reference(A, B)
-    assert np.array_equal(ref.A, tensor_gemm.rounded(A, "BF16")) and np.array_equal(ref.B, tensor_gemm.rounded(B, "BF16"))
-    from gemmlab import registry
+    ref = tensor_cores.wmma_kernel("BF16").reference(A, B)
+    assert np.array_equal(ref.A, tensor_cores.rounded(A, "BF16")) and np.array_equal(ref.B, tensor_cores.rounded(B, "BF16"))
+    from gemmlab.gemm import registry
     plain = registry.lookup("naive").reference(A, B)
     assert plain.A is A
 
@@ -186,29 +188,30 @@ def test_error_bound_holds_and_is_reached():
     B = rng.random((K, 48), np.float32)
     exact = A.astype(np.float64) @ B.astype(np.float64)
     scale = np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)
-    assert tensor_gemm.error_bound("FP32", K) == pytest.approx((K + 2) * 2.0**-24, rel=1e-3)
+    assert tensor_cores.error_bound("FP32", K) == pytest.approx((K + 2) * 2.0**-24, rel=1e-3)
     for p in ("FP16", "BF16", "TF32"):
-        C = tensor_gemm.rounded(A, p) @ tensor_gemm.rounded(B, p)         # float32 sums
+        C = tensor_cores.rounded(A, p) @ tensor_cores.rounded(B, p)         # float32 sums
         worst = np.max(np.abs(C - exact) / scale)
-        assert worst <= tensor_gemm.error_bound(p, K)
-        u = tensor_gemm.unit_roundoff(p)
+        assert worst <= tensor_cores.error_bound(p, K)
+        u = tensor_cores.unit_roundoff(p)
         a = np.array([[1 + u * (1 - 2.0**-12)]], np.float32)             # rounds down to 1 in every format
-        err = abs(float(tensor_gemm.rounded(a, p)[0, 0]) ** 2 - float(a[0, 0]) ** 2) / float(a[0, 0]) ** 2
-        assert 0.98 * tensor_gemm.error_bound(p, 1) < err <= tensor_gemm.error_bound(p, 1)
-    assert tensor_gemm.unit_roundoff("BF16") == 2.0**-8
+        err = abs(float(tensor_cores.rounded(a, p)[0, 0]) ** 2 - float(a[0, 0]) ** 2) / float(a[0, 0]) ** 2
+        assert 0.98 * tensor_cores.error_bound(p, 1) < err <= tensor_cores.error_bound(p, 1)
+    assert tensor_cores.unit_roundoff("BF16") == 2.0**-8
 
 
 def test_each_format_has_its_ceiling_probe():
-    from gemmlab import ceilings, probes
+    from gemmlab.measure import ceilings, probes
     for spec in (device.T4, device.A100, device.H200):
-        for p in tensor_gemm.PRECISIONS:
+        for p in tensor_cores.PRECISIONS:
             assert ceilings.mma_form(p, spec) in probes.MMA_CEILINGS
     assert ceilings.mma_form("FP16", device.T4) == ("m16n8k8", "f16")
     assert ceilings.mma_form("BF16", device.H200) == ("m16n8k16", "bf16")
 
 
 def test_the_ceiling_probe_refuses_an_unknown_form_before_the_gpu_and_reads_the_compiled_architecture(monkeypatch):
-    from gemmlab import compiler, gpu, probes
+    from gemmlab.measure import probes
+    from gemmlab.runtime import compiler, gpu
     monkeypatch.setattr(gpu, "cuda", lambda: pytest.fail("a form without a probe must be refused before the GPU"))
     with pytest.raises(ValueError, match="no ceiling probe for m8n8k4 f16"):
         probes.mma_probe("m8n8k4", "f16")
@@ -222,7 +225,7 @@ def test_a_pycuda_kernel_s_shared_memory_limit_is_raised_once_per_size(monkeypat
     import sys
     import types
 
-    from gemmlab import compiler
+    from gemmlab.runtime import compiler
 
     raised = []
 
@@ -251,9 +254,9 @@ def test_the_shared_memory_asked_for_is_the_ring_compiled_for_the_target():
     what the compiled ring uses, so a T4 (and GEMMLAB_ARCH=compute_75) runs the 4-stage configurations too."""
     for c in CONFIGS:
         for p in c.precisions:
-            k = tensor_gemm.mma_kernel(c, p)
+            k = tensor_cores.mma_kernel(c, p)
             assert k.shared_for((9, 0)) == k.dynamic_shared == c.shared_bytes(p)
             assert k.shared_for((7, 5)) == c.shared_bytes(p, (7, 5)) == 2 * c.shared_bytes(p) // c.STAGES
-    assert tensor_gemm.wmma_kernel().shared_for((7, 5)) == 0
+    assert tensor_cores.wmma_kernel().shared_for((7, 5)) == 0
     source = (provenance.KERNELS_DIR / tc_configs.SOURCE).read_text()
     assert "constexpr int RING = STAGES;" in source and "constexpr int RING = 2;" in source

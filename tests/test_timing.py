@@ -1,8 +1,8 @@
-"""gemmlab.timing.interleaved on the CPU: a fake timer and clock stand in for CUDA events."""
+"""gemmlab.runtime.timing.interleaved on the CPU: a fake timer and clock stand in for CUDA events."""
 
 import pytest
 
-from gemmlab import timing
+from gemmlab.runtime import timing
 
 
 class FakeTimer:

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from gemmlab import verify
+from gemmlab.models import verify
 
 
 def test_float32_result_in_any_summation_order_passes():

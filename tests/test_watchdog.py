@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from gemmlab import watchdog
+from gemmlab.runtime import watchdog
 
 
 def test_finishes():
@@ -86,7 +86,7 @@ def test_sanitizer_says_why_it_cannot_run(tmp_path, monkeypatch):
 
 
 def test_child_env_puts_the_course_first_with_no_empty_entry(monkeypatch):
-    from gemmlab import provenance
+    from gemmlab.runtime import provenance
 
     monkeypatch.delenv("PYTHONPATH", raising=False)
     assert watchdog.child_env()["PYTHONPATH"] == str(provenance.ROOT)

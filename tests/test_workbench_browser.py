@@ -1,10 +1,10 @@
 """The Shared Memory Workbench in a real browser (headless Debian chromium through Playwright).
 
-The widget's JavaScript only plays back the steps that :func:`gemmlab.workbench.plan` computed
+The widget's JavaScript only plays back the steps that :func:`gemmlab.book.workbench.plan` computed
 and adds up their deltas, so every counter on the page must equal a sum over the same steps
 taken here in Python. The widget is tested on two kinds of page:
 
-- ``standalone``: ``gemmlab.workbench.show()`` written to a bare HTML file (the current Python
+- ``standalone``: ``gemmlab.book.workbench.show()`` written to a bare HTML file (the current Python
   and JavaScript, whatever the notebooks hold), served from 127.0.0.1;
 - ``book``: the built book's ``book/workbench`` page, whose widget is the stored output of
   ``book/workbench.ipynb`` (skipped while that page is not in ``_toc.yml``).
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import workbench
+from gemmlab.book import workbench
 
 pytestmark = pytest.mark.slow
 
@@ -738,7 +738,7 @@ def test_book_page_shows_the_workbench(browser, toc_pages, offline_routes, reque
             fresh = workbench.data(d["M"], d["N"], d["K"], d["T"])
             stale += [f"{w.root.get_attribute('id')}: {key}" for key in ("tiles", "plans", "reuse")
                       if d[key] != fresh[key]]
-        assert not stale, (f"{BOOK_PAGE}.ipynb's stored widget is older than gemmlab/workbench*: {stale}; "
+        assert not stale, (f"{BOOK_PAGE}.ipynb's stored widget is older than gemmlab/book/workbench*: {stale}; "
                            "re-execute the notebook")
         assert_clean(o)
     finally:

@@ -1,4 +1,4 @@
-"""The Workbench's replay against gemmlab.models and a brute-force count of every thread's loads."""
+"""The Workbench's replay against gemmlab.models.traffic and a brute-force count of every thread's loads."""
 
 import itertools
 import json
@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from gemmlab import models, workbench
+from gemmlab.book import workbench
+from gemmlab.models import traffic
 
 SIZES = [(16, 16, 16, 2), (16, 16, 16, 1), (16, 16, 16, 16), (13, 10, 7, 4), (5, 9, 11, 2), (8, 8, 3, 8), (1, 1, 1, 1)]
 
@@ -14,9 +15,9 @@ SIZES = [(16, 16, 16, 2), (16, 16, 16, 1), (16, 16, 16, 16), (13, 10, 7, 4), (5,
 @pytest.mark.parametrize("M,N,K,T", SIZES)
 def test_naive_replay_equals_the_model(M, N, K, T):
     p = workbench.plan("naive", M, N, K, T)
-    gx, gy = models.grid_for(M, N, T)
+    gx, gy = traffic.grid_for(M, N, T)
     tot = p.totals()
-    assert tot["global"] == models.naive_traffic(M, N, K).loads
+    assert tot["global"] == traffic.naive_traffic(M, N, K).loads
     assert (tot["shared"], tot["barriers"]) == (0, 0)
     assert tot["steps"] == gx * gy * (K + 1)
 
@@ -24,11 +25,11 @@ def test_naive_replay_equals_the_model(M, N, K, T):
 @pytest.mark.parametrize("M,N,K,T", SIZES)
 def test_tiled_replay_equals_the_model(M, N, K, T):
     p = workbench.plan("tiled", M, N, K, T)
-    gx, gy = models.grid_for(M, N, T)
-    phases = models.ceil_div(K, T)
+    gx, gy = traffic.grid_for(M, N, T)
+    phases = traffic.ceil_div(K, T)
     tot = p.totals()
-    assert tot["global"] == models.tiled_traffic(M, N, K, T).loads
-    assert tot["shared"] == models.tiled_shared_loads(M, N, K, T)
+    assert tot["global"] == traffic.tiled_traffic(M, N, K, T).loads
+    assert tot["shared"] == traffic.tiled_shared_loads(M, N, K, T)
     assert tot["barriers"] == gx * gy * 2 * phases
     assert tot["steps"] == gx * gy * (4 * phases + 1)
     kinds = [s["kind"] for s in p.templates[0]]
@@ -37,7 +38,7 @@ def test_tiled_replay_equals_the_model(M, N, K, T):
 
 def brute_thread_loads(mode, M, N, K, T):
     """{(row, col) of a thread: (global loads, shared reads)} by walking the kernel's loops."""
-    gx, gy = models.grid_for(M, N, T)
+    gx, gy = traffic.grid_for(M, N, T)
     out = {}
     for by, bx, ty, tx in itertools.product(range(gy), range(gx), range(T), range(T)):
         row, col = by * T + ty, bx * T + tx
@@ -69,14 +70,14 @@ def test_per_thread_counts_match_a_trace(mode, M, N, K, T):
 
 def test_shared_loads_formula_matches_a_trace():
     for M, N, K, T in SIZES:
-        assert models.tiled_shared_loads(M, N, K, T) == sum(s for g, s in brute_thread_loads("tiled", M, N, K, T).values())
+        assert traffic.tiled_shared_loads(M, N, K, T) == sum(s for g, s in brute_thread_loads("tiled", M, N, K, T).values())
 
 
 def test_reuse_table_for_the_demo():
     r2, r16 = workbench.reuse_table(16, 16, 16, 2), workbench.reuse_table(16, 16, 16, 16)
     assert (r2["blocks"], r2["reuse"], r2["shared_bytes"]) == (64, 2, 32)
     assert (r16["blocks"], r16["reuse"], r16["shared_bytes"]) == (1, 16, 2048)       # 2 KB at T = 16
-    assert models.tiled_shared_bytes(32) == 8192                                       # 8 KB at T = 32
+    assert traffic.tiled_shared_bytes(32) == 8192                                       # 8 KB at T = 32
     assert r2["naive_loads_per_block"] == 2 * 16 * 4 and r2["tiled_loads_per_block"] == 2 * 16 * 4 / 2
 
 

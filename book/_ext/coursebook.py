@@ -6,7 +6,7 @@
   ``const THEBE_JS_URL = ...`` that way, so every page threw "Identifier 'THEBE_JS_URL' has
   already been declared" in the browser. Each page keeps the first copy of each script.
 - A notebook output may carry a ``<style>`` or ``<script>`` marked ``data-page-once="NAME"`` that
-  every output of its kind needs (the Workbench's, ``gemmlab.workbench``): each output keeps
+  every output of its kind needs (the Workbench's, ``gemmlab.book.workbench``): each output keeps
   its own copy, so that it works alone in Jupyter and Colab, and each page of the book keeps only
   the first copy of each NAME.
 - Launch buttons (Colab) only on notebooks with the course's setup cell (tag ``colab-setup``): a

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gemmlab import gpu
+from gemmlab.runtime import gpu
 
 
 def pytest_collection_modifyitems(config, items):
@@ -34,7 +34,7 @@ def first_runs_that_hang(setup: str, calls: dict) -> set:
     first; when it times out, the last one it started hangs and those after it run again in a new child. A
     child that hangs before any of them makes them all suspect. Compile their kernels in this process first, so
     that the children only launch."""
-    from gemmlab import watchdog
+    from gemmlab.runtime import watchdog
 
     todo, hangs = list(calls), set()
     while todo:
@@ -50,7 +50,7 @@ def first_runs_that_hang(setup: str, calls: dict) -> set:
     return hangs
 
 
-OPERANDS = "from gemmlab import tma, tc_tma, verify\nA, B = verify.random_operands(300, 520, 200, seed=1)\n"
+OPERANDS = "from gemmlab.gemm import tensor_tma, wgmma; from gemmlab.models import verify\nA, B = verify.random_operands(300, 520, 200, seed=1)\n"
 
 
 @pytest.fixture(scope="session")
@@ -58,25 +58,27 @@ def hopper_hangs():
     """``{(function, precision)}`` of chapter 9's GEMMs that hang (:func:`first_runs_that_hang`), found before any
     of them runs in this process. A kernel whose barriers wait forever then fails its own tests in seconds instead
     of stopping the whole run. Empty where these kernels cannot run."""
-    from gemmlab import compiler, device, tma
+    from gemmlab.gemm import units, wgmma
+    from gemmlab.runtime import device
 
     gpu.cuda()
-    if tma.hopper_kernel().unavailable_on(device.current()):
+    if wgmma.hopper_kernel().unavailable_on(device.current()):
         return set()
-    compiler.load(tma.SOURCE)
-    return first_runs_that_hang(OPERANDS + "GEMMS = {c.function: c for c in tma.GEMMS}\n",
-                                {(c.function, p): f"tma.gemm(A, B, GEMMS[{c.function!r}], {p!r})"
-                                 for c in tma.GEMMS for p in tma.PRECISIONS})
+    units.load(wgmma.SOURCE)
+    return first_runs_that_hang(OPERANDS + "GEMMS = {c.function: c for c in wgmma.GEMMS}\n",
+                                {(c.function, p): f"wgmma.gemm(A, B, GEMMS[{c.function!r}], {p!r})"
+                                 for c in wgmma.GEMMS for p in wgmma.PRECISIONS})
 
 
 @pytest.fixture(scope="session")
 def tc_tma_hangs():
-    """The precisions whose run of chapter 8's Hopper step (gemmlab.tc_tma) hangs, found the same way: it then
+    """The precisions whose run of chapter 8's Hopper step (gemmlab.gemm.tensor_tma) hangs, found the same way: it then
     fails test_tc_tma.py in seconds, and the sanitizer's script leaves it out instead of using up its timeout."""
-    from gemmlab import device, tc_configs, tc_tma
+    from gemmlab.gemm import tc_configs, tensor_tma
+    from gemmlab.runtime import device
 
     gpu.cuda()
-    if tc_tma.tma_kernel().unavailable_on(device.current()):
+    if tensor_tma.tma_kernel().unavailable_on(device.current()):
         return set()
-    tc_tma.tma_kernel().compiled()                                   # both formats: one unit, compiled once
-    return first_runs_that_hang(OPERANDS, {p: f"tc_tma.tma_kernel({p!r})(A, B)" for p in tc_configs.TMA_WS.precisions})
+    tensor_tma.tma_kernel().compiled()                                   # both formats: one unit, compiled once
+    return first_runs_that_hang(OPERANDS, {p: f"tensor_tma.tma_kernel({p!r})(A, B)" for p in tc_configs.TMA_WS.precisions})

@@ -3,7 +3,8 @@ does not cover; conflicting >> plain and padded)."""
 
 import pytest
 
-from gemmlab import banks, nsight
+from gemmlab.measure import nsight
+from gemmlab.models import banks
 
 VARIANTS = {"tiled32": "plain", "banks_transposed": "transposed", "banks_padded": "padded"}
 

@@ -4,7 +4,10 @@ import json
 import subprocess
 import sys
 
-from gemmlab import bench, environment, models, provenance, registry
+from gemmlab.gemm import registry
+from gemmlab.measure import bench
+from gemmlab.models import traffic
+from gemmlab.runtime import environment, provenance
 
 
 def test_ladder_small_sizes_all_correct():
@@ -15,7 +18,7 @@ def test_ladder_small_sizes_all_correct():
         assert [r.kernel for r in at][: len(registry.kernels())] == list(registry.kernels())
         for r in at:
             assert r.correct and r.seconds > 0
-            assert abs(r.tflops * 1e12 * r.seconds - models.gemm_flops(M, N, K)) < 1e-6 * models.gemm_flops(M, N, K)
+            assert abs(r.tflops * 1e12 * r.seconds - traffic.gemm_flops(M, N, K)) < 1e-6 * traffic.gemm_flops(M, N, K)
 
 
 def test_interleaved_ladder_small_sizes_all_correct():
@@ -61,7 +64,8 @@ def test_without_cupy_the_shares_of_cublas_read_dash(monkeypatch, capsys):
 def test_cli_precision_all_writes_every_format_with_its_own_cublas(tmp_path):
     """``--precision all``: chapter 8's ladders next to the FP32 one, each row saying its format; tensor rows
     compared with cuBLAS in their own format and with the measured mma.sync ceiling of their format."""
-    from gemmlab import device, tensor_gemm
+    from gemmlab.gemm import tensor_cores
+    from gemmlab.runtime import device
 
     out = tmp_path / "bench.json"
     proc = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "--sizes", "100x60x36", "--repeat", "2",
@@ -71,7 +75,7 @@ def test_cli_precision_all_writes_every_format_with_its_own_cublas(tmp_path):
     data = json.loads(out.read_text())
     rows = data["results"]
     spec = device.current()
-    formats = ["FP32"] + [p for p in ("TF32", "FP16", "BF16") if tensor_gemm.supports(p, spec.compute_capability)]
+    formats = ["FP32"] + [p for p in ("TF32", "FP16", "BF16") if tensor_cores.supports(p, spec.compute_capability)]
     assert {r["precision"] for r in rows} == set(formats)
     assert set(data["mma_ceilings_tflops"]) == set(formats) - {"FP32"}
     for p in formats[1:]:
@@ -87,7 +91,9 @@ def test_cli_precision_all_writes_every_format_with_its_own_cublas(tmp_path):
 def test_the_tuners_trials_give_their_share_of_cublas():
     """Chapter 7's tuning table: every trial is checked, ranked fastest first, and its bench result reads as a share
     of cuBLAS (the cell broke when a trial was handed to ``of_cublas`` in place of its result)."""
-    from gemmlab import fast_configs, tuning, verify
+    from gemmlab.gemm import fast_configs
+    from gemmlab.measure import tuning
+    from gemmlab.models import verify
 
     configs = fast_configs.search_space()[:3]
     trials = tuning.tune(256, 192, 160, configs=configs, repeat=2, log=lambda line: None)

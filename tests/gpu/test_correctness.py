@@ -1,12 +1,13 @@
 """Every correct GEMM kernel of the registry (the course ladder, the teaching variants, the candidates and
 every 07_fast.cu configuration) against the float64 reference: awkward sizes (1, odd, not multiples of
 any tile, K not a multiple of 4, one K-tile), NaN propagation, inputs left untouched. A kernel added to
-gemmlab.registry or gemmlab.fast_configs is picked up here with no edit."""
+gemmlab.gemm.registry or gemmlab.gemm.fast_configs is picked up here with no edit."""
 
 import numpy as np
 import pytest
 
-from gemmlab import registry, verify
+from gemmlab.gemm import registry
+from gemmlab.models import verify
 
 KERNELS = {k.name: k for k in registry.correct_kernels()}
 SIZES = [(1, 1, 1), (1, 1, 300), (1, 300, 1), (1, 37, 1), (31, 33, 17), (32, 32, 32), (33, 65, 31),

@@ -24,7 +24,7 @@ def gpu_solutions():
 
 @pytest.mark.parametrize("code", list(gpu_solutions()))
 def test_solution_runs(code, monkeypatch):
-    from gemmlab import exercises
+    from gemmlab.measure import exercises
 
     verdicts = []
     real = exercises.check_kernel

@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 
 import gemmlab
-from gemmlab import device, probes, verify
-from gemmlab.checks import DeviceMemoryError, LaunchConfigError
-from gemmlab.gemm import GemmKernel
+from gemmlab.measure import probes
+from gemmlab.models import verify
+from gemmlab.runtime import device
+from gemmlab.gemm.checks import DeviceMemoryError, LaunchConfigError
+from gemmlab.gemm.base import GemmKernel
 
 NAIVE = gemmlab.kernels()["naive"]
 

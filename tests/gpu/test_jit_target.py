@@ -8,16 +8,18 @@ import json
 
 import pytest
 
-from gemmlab import compiler, watchdog
+from gemmlab.runtime import compiler, watchdog
 
 CHILD = """
 import json
 import numpy as np
-from gemmlab import compiler, registry, verify
+from gemmlab.gemm import registry, units
+from gemmlab.models import verify
+from gemmlab.runtime import compiler
 k = registry.lookup("fast_async")
 A, B = verify.random_operands(200, 300, 100, seed=1)
 ok = verify.check(k(A, B), A, B).ok
-compiled = compiler.load(k.source, quiet=True)
+compiled = units.load(k.source, quiet=True)
 try:
     ops = compiler.opcode_counts(compiled.sass(k.function), ("LDGSTS", "LDG"))
 except compiler.SassUnavailable:
@@ -64,16 +66,18 @@ def test_unset_or_native_means_this_gpu(monkeypatch):
 T4_RING = """
 import os
 os.environ["GEMMLAB_ARCH"] = "compute_75"
-from gemmlab import compiler, tc_configs, tensor_gemm, verify
+from gemmlab.gemm import tc_configs, tensor_cores
+from gemmlab.models import verify
+from gemmlab.runtime import compiler
 A, B = verify.random_operands(150, 260, 100)      # several blocks, several K-tiles through the ring, ragged edges
 target = compiler.capability(compiler.target())
 assert target == (7, 5), target
 configs = [c for c in tc_configs.CONFIGS if "FP16" in c.precisions]
-kernels = [tensor_gemm.mma_kernel(c, "FP16") for c in configs]
+kernels = [tensor_cores.mma_kernel(c, "FP16") for c in configs]
 wrong_size = [k.name for c, k in zip(configs, kernels) if k.shared_for(target) != 2 * k.dynamic_shared // c.STAGES]
 assert not wrong_size, wrong_size                  # two tiles' worth, whatever STAGES asks on sm_80+
-wrong = [k.name for k in kernels if not verify.Reference(tensor_gemm.rounded(A, "FP16"),
-                                                         tensor_gemm.rounded(B, "FP16")).check(k(A, B)).ok]
+wrong = [k.name for k in kernels if not verify.Reference(tensor_cores.rounded(A, "FP16"),
+                                                         tensor_cores.rounded(B, "FP16")).check(k(A, B)).ok]
 assert not wrong, wrong
 """
 

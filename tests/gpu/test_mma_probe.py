@@ -1,11 +1,11 @@
-"""The tensor-core fragment model (gemmlab.mma) against the GPU, through kernels/08_mma_probe.cu.
+"""The tensor-core fragment model (gemmlab.models.mma) against the GPU, through kernels/08_mma_probe.cu.
 
 * mma.sync: each lane's registers are filled as the model says it holds A, B and C, and D is read back
   where the model says it sits. Only the right layout gives D = A·B + C (small integers: exact in every
   type). That is all a layout can mean to the instruction: rows and columns are named through the product.
 * ldmatrix: a shared-memory tile whose entries are their own indices, plain or swizzled, is loaded with
   the row addresses the model gives each lane; the registers then say which element each lane received.
-* both together: A and B loaded by ldmatrix as gemmlab.mma.LDMATRIX_LOADS says, straight into mma.sync.
+* both together: A and B loaded by ldmatrix as gemmlab.models.mma.LDMATRIX_LOADS says, straight into mma.sync.
 
 On a GPU older than sm_80 (or with GEMMLAB_ARCH=compute_75) the sm_80 forms must write the sentinel.
 Run alone with ``python3 -m pytest tests/gpu/test_mma_probe.py`` on a machine with a GPU.
@@ -14,7 +14,10 @@ Run alone with ``python3 -m pytest tests/gpu/test_mma_probe.py`` on a machine wi
 import numpy as np
 import pytest
 
-from gemmlab import compiler, gpu, mma, probes
+from gemmlab.gemm import units
+from gemmlab.measure import probes
+from gemmlab.models import mma
+from gemmlab.runtime import compiler, gpu
 
 IDS = [f"{i.shape}-{i.dtype}" for i in mma.INSTRUCTIONS]
 
@@ -22,7 +25,7 @@ IDS = [f"{i.shape}-{i.dtype}" for i in mma.INSTRUCTIONS]
 @pytest.fixture(scope="module")
 def arch() -> int:
     """The architecture the probe is compiled for (75 where GEMMLAB_ARCH=compute_75 on a newer GPU)."""
-    return probes._arch_number(compiler.load(probes.MMA_PROBES, quiet=True).arch)
+    return probes._arch_number(units.load(probes.MMA_PROBES, quiet=True).arch)
 
 
 def operands(ins, seed):

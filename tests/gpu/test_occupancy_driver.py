@@ -3,7 +3,8 @@ course at its own block size and for a sweep of registers, block sizes and share
 
 import pytest
 
-from gemmlab import driver, registry
+from gemmlab.gemm import registry
+from gemmlab.measure import driver
 
 PROBES = [("05_occupancy.cu", f"occupancy_probe_r{r}") for r in (16, 40, 64, 100, 160, 240)]
 

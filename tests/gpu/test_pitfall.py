@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import gemmlab
-from gemmlab import models, registry, verify, watchdog
+from gemmlab.gemm import registry
+from gemmlab.models import traffic, verify
+from gemmlab.runtime import watchdog
 
 
 def test_early_return_right_at_a_multiple_of_32():
@@ -17,7 +19,7 @@ def test_early_return_right_at_a_multiple_of_32():
 def test_early_return_wrong_only_where_the_model_allows():
     A, B = verify.random_operands(1000, 1000, 1000, seed=3)
     wrong = verify.wrong_mask(registry.EARLY_RETURN(A, B), A, B)
-    exposed = models.early_return_affected(1000, 1000, 32)
+    exposed = traffic.early_return_affected(1000, 1000, 32)
     assert not (wrong & ~exposed).any(), "an element outside the exposed edge blocks is wrong"
     if not wrong.any():
         pytest.fail("the early-return kernel gave right answers at 1000^3 on this GPU: report what it did "
@@ -25,9 +27,9 @@ def test_early_return_wrong_only_where_the_model_allows():
 
 
 def test_deadlock_is_stopped_and_the_gpu_still_works():
-    hung = watchdog.run_isolated("from gemmlab import probes; probes.barrier_deadlock(0)", timeout_s=15)
+    hung = watchdog.run_isolated("from gemmlab.measure import probes; probes.barrier_deadlock(0)", timeout_s=15)
     assert hung.status == "timeout", str(hung)
-    done = watchdog.run_isolated("import json; from gemmlab import probes; "
+    done = watchdog.run_isolated("import json; from gemmlab.measure import probes; "
                                  "print(json.dumps(probes.barrier_deadlock(1 << 16).tolist()))", timeout_s=60)
     assert done.status == "ok", str(done)
     values = json.loads(done.stdout.strip().splitlines()[-1])
@@ -38,14 +40,14 @@ def test_deadlock_is_stopped_and_the_gpu_still_works():
 
 def test_early_return_is_not_a_course_kernel():
     assert "early_return" not in gemmlab.kernels()
-    assert np.all(models.early_return_affected(1024, 1024, 32) == 0)
+    assert np.all(traffic.early_return_affected(1024, 1024, 32) == 0)
 
 
 @pytest.mark.parametrize("tool", ["synccheck", "racecheck", "memcheck", "initcheck"])
 def test_sanitizer_runs_on_the_pitfall(tool):
     """What each tool says about the early return at an odd size is what chapter 3 reports; here
     only that the tool ran and answered with a count."""
-    code = ("from gemmlab import registry, verify; A, B = verify.random_operands(100, 100, 100); "
+    code = ("from gemmlab.gemm import registry; from gemmlab.models import verify; A, B = verify.random_operands(100, 100, 100); "
             "registry.EARLY_RETURN(A, B)")
     report = watchdog.run_sanitized(tool, code, timeout_s=300)
     if report.errors is None and "not installed" in report.note:

@@ -3,29 +3,32 @@
 import numpy as np
 import pytest
 
-from gemmlab import compile_units, compiler, device, models, probes
+from gemmlab.gemm import units
+from gemmlab.measure import probes
+from gemmlab.models import traffic
+from gemmlab.runtime import compiler, device
 
 
 def test_provenance_line_printed_once(capsys):
     compiler._loaded.clear()
-    compiler.load("00_probes.cu")
-    compiler.load("00_probes.cu")
+    units.load("00_probes.cu")
+    units.load("00_probes.cu")
     out = capsys.readouterr().out
-    assert out == compile_units.unit("00_probes.cu").provenance(compiler.target()) + "\n"
+    assert out == units.unit("00_probes.cu").provenance(compiler.target()) + "\n"
 
 
 def test_resources_match_the_model():
-    f = compiler.load("02_tiled.cu", quiet=True)
+    f = units.load("02_tiled.cu", quiet=True)
     for T in (8, 16, 32):
         r = f.resources(f"gemm_tiled_{T}")
-        assert r.shared_bytes == models.tiled_shared_bytes(T)
+        assert r.shared_bytes == traffic.tiled_shared_bytes(T)
         assert r.local_bytes == 0 and 0 < r.registers <= 255
     with pytest.raises(KeyError, match="no extern"):
         f.function("gemm_tiled_64")
 
 
 def test_without_cuobjdump_the_sass_is_refused_in_one_sentence(monkeypatch):
-    f = compiler.load("02_tiled.cu", quiet=True)
+    f = units.load("02_tiled.cu", quiet=True)
     monkeypatch.setattr(compiler.watchdog, "find_tool", lambda name, *more: None)
     with pytest.raises(compiler.SassUnavailable, match="cuobjdump .* not installed here") as err:
         f.sass("gemm_tiled_32")
@@ -66,11 +69,11 @@ def test_device_spec_is_complete():
 
 @pytest.mark.parametrize("kernel", ["naive", "naive_column", "tiled32", "tiled16"])
 def test_counters_match_the_warp_model(kernel):
-    from gemmlab import nsight
+    from gemmlab.measure import nsight
 
     reason = nsight.unavailable_reason()
     if reason:
         pytest.skip(reason)
     c = nsight.counters(kernel, 256, 256, 256)
-    w = models.warp_traffic(kernel, 256, 256, 256)
+    w = traffic.warp_traffic(kernel, 256, 256, 256)
     assert (c["requests"], c["sectors"]) == (w.requests, w.sectors)

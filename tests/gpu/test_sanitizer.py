@@ -1,14 +1,15 @@
 """compute-sanitizer over every correct kernel of the registry at a small odd size, through the course's one
-sanitizer path (gemmlab.watchdog.run_sanitized, a child process under a timeout): no memory errors, no
+sanitizer path (gemmlab.runtime.watchdog.run_sanitized, a child process under a timeout): no memory errors, no
 shared-memory races, no barrier misuse, and every result still right under the tool; chapter 8's tensor-core
 kernels too, checked against their rounded inputs."""
 
 import pytest
 
-from gemmlab import watchdog
+from gemmlab.runtime import watchdog
 
 CHECK_ALL = """
-from gemmlab import registry, verify
+from gemmlab.gemm import registry
+from gemmlab.models import verify
 A, B = verify.random_operands(37, 41, 29)
 wrong = [k.name for k in registry.correct_kernels() if not verify.check(k(A, B), A, B).ok]
 assert not wrong, wrong
@@ -16,37 +17,43 @@ assert not wrong, wrong
 
 CHECK_TENSOR = """
 from dataclasses import replace
-from gemmlab import compiler, tc_configs, tensor_gemm, verify
+from gemmlab.gemm import tc_configs, tensor_cores
+from gemmlab.models import verify
+from gemmlab.runtime import compiler
 A, B = verify.random_operands(150, 260, 100)      # several blocks, several K-tiles through the ring, ragged edges
 arch = compiler.capability(compiler.target())
-kernels = [tensor_gemm.wmma_kernel(p) for p in tc_configs.SIXTEEN_BIT] + [
-    tensor_gemm.mma_kernel(c, p) for c in tc_configs.CONFIGS for p in c.precisions]
+kernels = [tensor_cores.wmma_kernel(p) for p in tc_configs.SIXTEEN_BIT] + [
+    tensor_cores.mma_kernel(c, p) for c in tc_configs.CONFIGS for p in c.precisions]
 kernels += [replace(k, tail_whole=1) for k in kernels if k.config and k.config.TAIL]   # the shared tail's adds too
-ran = [k for k in kernels if tensor_gemm.supports(k.precision, arch)]
-wrong = [k.name for k in ran if not verify.Reference(tensor_gemm.rounded(A, k.precision),
-                                                     tensor_gemm.rounded(B, k.precision)).check(k(A, B)).ok]
+ran = [k for k in kernels if tensor_cores.supports(k.precision, arch)]
+wrong = [k.name for k in ran if not verify.Reference(tensor_cores.rounded(A, k.precision),
+                                                     tensor_cores.rounded(B, k.precision)).check(k(A, B)).ok]
 assert ran and not wrong, wrong
 """
 
 
 CHECK_HOPPER = """
-from gemmlab import device, gpu, tensor_gemm, tma, verify
+from gemmlab.gemm import tensor_cores, wgmma
+from gemmlab.models import verify
+from gemmlab.runtime import device, gpu
 gpu.cuda()
-if not tma.hopper_kernel().unavailable_on(device.current()):
+if not wgmma.hopper_kernel().unavailable_on(device.current()):
     A, B = verify.random_operands(300, 520, 200)  # ragged edges, 4 K-tiles, 6 or more tiles of C
-    wrong = [(c.function, p) for p in tma.PRECISIONS for c in tma.GEMMS if (c.function, p) not in HANGS
-             and not tensor_gemm.reference(A, B, p).check(tma.gemm(A, B, c, p)).ok]
+    wrong = [(c.function, p) for p in wgmma.PRECISIONS for c in wgmma.GEMMS if (c.function, p) not in HANGS
+             and not tensor_cores.reference(A, B, p).check(wgmma.gemm(A, B, c, p)).ok]
     assert not wrong, wrong
 """
 
 
 CHECK_TC_TMA = """
-from gemmlab import device, gpu, tc_configs, tc_tma, tensor_gemm, verify
+from gemmlab.gemm import tc_configs, tensor_cores, tensor_tma
+from gemmlab.models import verify
+from gemmlab.runtime import device, gpu
 gpu.cuda()
-if not tc_tma.tma_kernel().unavailable_on(device.current()):
+if not tensor_tma.tma_kernel().unavailable_on(device.current()):
     A, B = verify.random_operands(300, 520, 600)  # ragged edges, 10 K-tiles: the ring of 4 goes round twice
     wrong = [p for p in tc_configs.TMA_WS.precisions if p not in HANGS
-             and not tensor_gemm.reference(A, B, p).check(tc_tma.tma_kernel(p)(A, B)).ok]
+             and not tensor_cores.reference(A, B, p).check(tensor_tma.tma_kernel(p)(A, B)).ok]
     assert not wrong, wrong
 """
 

@@ -4,8 +4,11 @@ cuBLAS's tensor-core precisions run and are as accurate as their formats allow."
 import numpy as np
 import pytest
 
-from gemmlab import device, occupancy, precisions, registry, shapes, verify
-from gemmlab.fast_configs import FAST
+from gemmlab.gemm import registry
+from gemmlab.measure import precisions
+from gemmlab.models import occupancy, shapes, verify
+from gemmlab.runtime import device
+from gemmlab.gemm.fast_configs import FAST
 
 
 def test_fast_auto_uses_the_wave_model_of_this_gpu():

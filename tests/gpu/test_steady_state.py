@@ -3,13 +3,14 @@ below what the mma.sync probe allows (or says it cannot run where the code is fo
 
 import pytest
 
-from gemmlab import compiler, probes
+from gemmlab.gemm import units
+from gemmlab.measure import probes
 
 
 @pytest.mark.parametrize("part", probes.STEADY_PARTS)
 def test_each_part_runs_below_the_ceiling(part):
     rate = probes.steady_state(part, iters=512)
-    if probes._arch_number(compiler.load(probes.STEADY, quiet=True).arch) < 80:
+    if probes._arch_number(units.load(probes.STEADY, quiet=True).arch) < 80:
         assert rate is None
         return
     ceiling = probes.mma_ceiling("m16n8k16", "f16", iters=512)

@@ -1,4 +1,4 @@
-"""Chapter 8's Hopper step on the GPU (gemmlab.tc_tma: tc_tma_ws, mma.sync fed by the copy engine from a producer
+"""Chapter 8's Hopper step on the GPU (gemmlab.gemm.tensor_tma: tc_tma_ws, mma.sync fed by the copy engine from a producer
 warpgroup): right at every size (edges, K not a multiple of 8, fewer K-tiles than stages, many more, more tiles of C
 than SMs), NaN and Inf where NumPy puts them, the machine code the chapter describes on the cubin that ran, timed
 as any course kernel. It runs once in a child process first: a barrier that waits forever fails the tests in
@@ -10,7 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmlab import bench, compiler, device, gpu, tc_configs, tc_tma, tensor_gemm, verify
+from gemmlab.gemm import tc_configs, tensor_cores, tensor_tma
+from gemmlab.measure import bench
+from gemmlab.models import verify
+from gemmlab.runtime import compiler, device, gpu
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sass_claims import TMA_STEP_OPS, tma_step_problems  # noqa: E402
@@ -23,7 +26,7 @@ def runs_here(tc_tma_hangs):
     """Skips where the step cannot run; fails at once where a first launch, in a child process, does not finish
     (``tc_tma_hangs``, tests/gpu/conftest.py)."""
     gpu.cuda()
-    why = tc_tma.tma_kernel().unavailable_on(device.current())
+    why = tensor_tma.tma_kernel().unavailable_on(device.current())
     if why:
         pytest.skip(why)
     if tc_tma_hangs:
@@ -41,7 +44,7 @@ def test_right_at_every_size(M, N, K, precision, runs_here, dirty_memory):
     of A and B (memory beyond them holds NaNs: ``dirty_memory``), 1 to 65 K-tiles through a ring of 4 stages, up to
     272 tiles of C (more than one wave)."""
     A, B = verify.random_operands(M, N, K, seed=M + 2 * N + 3 * K)
-    verdict = tensor_gemm.reference(A, B, precision).check(tc_tma.tma_kernel(precision)(A, B))
+    verdict = tensor_cores.reference(A, B, precision).check(tensor_tma.tma_kernel(precision)(A, B))
     assert verdict.ok, f"{M}x{N}x{K}: {verdict}"
 
 
@@ -49,16 +52,16 @@ def test_right_at_every_size(M, N, K, precision, runs_here, dirty_memory):
 def test_nan_and_inf_land_where_numpy_puts_them(precision, runs_here):
     A, B = verify.random_operands(150, 300, 100, seed=4)
     A[3, 5], A[140, 7], B[2, 11], B[9, 280] = np.nan, np.inf, -np.inf, np.inf
-    C = tc_tma.tma_kernel(precision)(A, B)
+    C = tensor_tma.tma_kernel(precision)(A, B)
     with np.errstate(invalid="ignore"):
-        R = tensor_gemm.rounded(A, precision).astype(np.float64) @ tensor_gemm.rounded(B, precision).astype(np.float64)
+        R = tensor_cores.rounded(A, precision).astype(np.float64) @ tensor_cores.rounded(B, precision).astype(np.float64)
     assert np.array_equal(np.isnan(C), np.isnan(R)) and np.array_equal(np.isposinf(C), np.isposinf(R))
     assert np.array_equal(np.isneginf(C), np.isneginf(R)) and np.isnan(C).any() and np.isinf(C).any()
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_the_machine_code_that_ran_is_the_one_the_chapter_describes(precision, runs_here):
-    k = tc_tma.tma_kernel(precision)
+    k = tensor_tma.tma_kernel(precision)
     compiled = k.compiled()
     assert compiled.arch == "sm_90a" and compiled.resources(k.entry_point).local_bytes == 0
     try:
@@ -69,9 +72,9 @@ def test_the_machine_code_that_ran_is_the_one_the_chapter_describes(precision, r
 
 
 def test_it_times_like_any_course_kernel_and_refuses_wrong_inputs(runs_here):
-    k = tc_tma.tma_kernel("BF16")
+    k = tensor_tma.tma_kernel("BF16")
     A, B = verify.random_operands(512, 768, 320, seed=3)
-    r = bench.time_gemm(k, A, B, repeat=3, reference=tensor_gemm.reference(A, B, "BF16"))
+    r = bench.time_gemm(k, A, B, repeat=3, reference=tensor_cores.reference(A, B, "BF16"))
     assert r.correct and r.tflops > 0
     with pytest.raises(ValueError):
         k(A, B[:-1])

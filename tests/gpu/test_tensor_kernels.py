@@ -9,20 +9,23 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from gemmlab import compiler, device, probes, tail, tc_configs, tensor_gemm, verify
+from gemmlab.gemm import tc_configs, tensor_cores
+from gemmlab.measure import probes
+from gemmlab.models import tail, verify
+from gemmlab.runtime import compiler, device
 
 SIZES = [(1, 1, 1), (17, 33, 9), (127, 129, 65), (128, 256, 32), (255, 257, 31), (300, 1000, 513), (1, 300, 7)]
 
 
 def kernels():
-    return [tensor_gemm.wmma_kernel(p) for p in tc_configs.SIXTEEN_BIT] + [
-        tensor_gemm.mma_kernel(c, p) for c in tc_configs.CONFIGS for p in c.precisions]
+    return [tensor_cores.wmma_kernel(p) for p in tc_configs.SIXTEEN_BIT] + [
+        tensor_cores.mma_kernel(c, p) for c in tc_configs.CONFIGS for p in c.precisions]
 
 
 def runnable(k) -> bool:
     spec = device.current()
     target = compiler.capability(compiler.target())
-    return k.shared_for(target) <= spec.shared_per_block_optin and tensor_gemm.supports(k.precision, target)
+    return k.shared_for(target) <= spec.shared_per_block_optin and tensor_cores.supports(k.precision, target)
 
 
 @pytest.mark.parametrize("kernel", kernels(), ids=lambda k: k.name)
@@ -32,12 +35,12 @@ def test_correct_at_awkward_sizes(kernel, dirty_memory):
     for M, N, K in SIZES:
         A, B = verify.random_operands(M, N, K, seed=M + 3 * N + 7 * K)
         C = kernel(A, B)
-        verdict = verify.Reference(tensor_gemm.rounded(A, kernel.precision), tensor_gemm.rounded(B, kernel.precision)).check(C)
+        verdict = verify.Reference(tensor_cores.rounded(A, kernel.precision), tensor_cores.rounded(B, kernel.precision)).check(C)
         assert verdict.ok, f"{kernel.name} at {M}x{N}x{K}: {verdict}"
 
 
 def best(precision):
-    return tensor_gemm.mma_kernel([c for c in tc_configs.CONFIGS if precision in c.precisions][-1], precision)
+    return tensor_cores.mma_kernel([c for c in tc_configs.CONFIGS if precision in c.precisions][-1], precision)
 
 
 def nan_and_inf_where_numpy_puts_them(k, precision, shape, planted, seed):
@@ -48,12 +51,12 @@ def nan_and_inf_where_numpy_puts_them(k, precision, shape, planted, seed):
         (A if which == "A" else B)[i, j] = value
     C = k(A, B)
     with np.errstate(invalid="ignore"):
-        R = tensor_gemm.rounded(A, precision).astype(np.float64) @ tensor_gemm.rounded(B, precision).astype(np.float64)
+        R = tensor_cores.rounded(A, precision).astype(np.float64) @ tensor_cores.rounded(B, precision).astype(np.float64)
     assert np.array_equal(np.isnan(C), np.isnan(R)) and np.array_equal(np.isposinf(C), np.isposinf(R))
     assert np.array_equal(np.isneginf(C), np.isneginf(R)) and np.isnan(C).any() and np.isinf(C).any()
 
 
-@pytest.mark.parametrize("precision", list(tensor_gemm.PRECISIONS))
+@pytest.mark.parametrize("precision", list(tensor_cores.PRECISIONS))
 def test_nan_and_inf_land_where_numpy_puts_them(precision, dirty_memory):
     k = best(precision)
     if not runnable(k):
@@ -63,7 +66,7 @@ def test_nan_and_inf_land_where_numpy_puts_them(precision, dirty_memory):
 
 
 def tail_kernels():
-    return [tensor_gemm.mma_kernel(c, p) for c in tc_configs.CONFIGS if c.TAIL for p in c.precisions]
+    return [tensor_cores.mma_kernel(c, p) for c in tc_configs.CONFIGS if c.TAIL for p in c.precisions]
 
 
 # (M, N, K) and the tiles to run whole, the rest shared over one unit per SM: none, one, all but one, and between
@@ -82,11 +85,11 @@ def test_a_shared_tail_is_correct_at_forced_splits(kernel, dirty_memory):
         assert k.tail_split(M, N, K, device.current().sms).units > 0
         A, B = verify.random_operands(M, N, K, seed=M + 5 * N + K)
         C = k(A, B)
-        verdict = tensor_gemm.reference(A, B, kernel.precision).check(C)
+        verdict = tensor_cores.reference(A, B, kernel.precision).check(C)
         assert verdict.ok, f"{kernel.name} at {M}x{N}x{K} with {whole} whole tiles: {verdict}"
 
 
-@pytest.mark.parametrize("precision", list(tensor_gemm.PRECISIONS))
+@pytest.mark.parametrize("precision", list(tensor_cores.PRECISIONS))
 def test_nan_and_inf_survive_the_shared_adds(precision, dirty_memory):
     k = replace(best(precision), tail_whole=0)
     if not runnable(k) or not k.config.TAIL:
@@ -108,15 +111,15 @@ def test_the_rule_shares_a_thin_last_wave_on_this_gpu(dirty_memory):
     assert k.tail_split(M, N, K, sms).units == sms
     A, B = verify.random_operands(M, N, K, seed=11)
     C = k(A, B)
-    assert tensor_gemm.reference(A, B, "FP16").check(C).ok
-    inner = tensor_gemm.mma_kernel(replace(c, TAIL=False), "FP16")
+    assert tensor_cores.reference(A, B, "FP16").check(C).ok
+    inner = tensor_cores.mma_kernel(replace(c, TAIL=False), "FP16")
     assert np.allclose(C, inner(A, B), rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("precision", ["BF16", "TF32"])
 def test_bf16_and_tf32_are_refused_where_the_code_is_for_sm_75(precision):
     k = best(precision)
-    if tensor_gemm.supports(precision, compiler.capability(compiler.target())):
+    if tensor_cores.supports(precision, compiler.capability(compiler.target())):
         pytest.skip(f"this run compiles for an architecture with {precision}")
     A, B = verify.random_operands(16, 16, 16)
     with pytest.raises(RuntimeError, match=f"no {precision} tensor-core instruction"):
@@ -124,7 +127,7 @@ def test_bf16_and_tf32_are_refused_where_the_code_is_for_sm_75(precision):
 
 
 def test_wrong_inputs_are_refused_before_any_launch():
-    k = tensor_gemm.mma_kernel(tc_configs.CONFIGS[3])
+    k = tensor_cores.mma_kernel(tc_configs.CONFIGS[3])
     A, B = verify.random_operands(8, 8, 8)
     with pytest.raises((TypeError, ValueError)):
         k(A.astype(np.float64), B)
