@@ -70,6 +70,7 @@ class Step:
     what: str
     ready: Callable[[], bool] = field(default=lambda: True, compare=False)
     wait: str = ""
+    on_time: bool = False           # waits for cycles to pass, not for another agent or an engine
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,9 @@ class Block:
         self.turn = [MBarrier(1) for _ in range(c.consumers)] if not cooperative else []
         self.stage: list[tuple[int | None, int]] = [(None, 0)] * c.stages     # (K-tile held, bytes landed)
         self.now = 0                                      # the cycle, where a Timed scheduler runs the block
-        self.mma_free: dict[int, int] = {}                # the cycle each consumer's last wgmma group completed
+        self.store_cycles = 0                             # how long an epilogue lasts (Timed); 0: no time passes
+        self.tensor_queue: list[tuple[int, int]] = []     # wgmma groups in issue order: (consumer, cycle issued)
+        self.tensor_free = 0                              # the cycle the tensor cores finished their last group
         self.copies: list[tuple[int, int, int, int]] = []  # in flight: (stage, K-tile, bytes, cycle issued)
         self.groups: dict[int, list[tuple[int, int]]] = {n: [] for n in range(c.consumers)}  # wgmma: (stage, issued)
         self.stored: list[tuple[int, int]] = []           # (consumer, tile) in the order the epilogues ran
@@ -171,6 +174,7 @@ class Block:
                                         f"{landed:,} of {sum(c.stage_bytes):,} bytes)")
                 yield Step(f"issue wgmma on stage {s} (K-tile {it})")
                 self.groups[n].append((s, self.now))
+                self.tensor_queue.append((n, self.now))
                 yield Step("wait for the wgmma before", lambda: len(self.groups[n]) <= 1, "wgmma.wait_group 1")
                 if kt > 0:
                     prev = (it - 1) % c.stages
@@ -184,6 +188,8 @@ class Block:
             yield Step(f"release stage {last}")
             self.empty[last].arrive()
             yield Step(f"store tile {i}")
+            started = self.now
+            yield Step(f"tile {i} stored", lambda: self.now - started >= self.store_cycles, "its stores", on_time=True)
             self.stored.append((n, i))
 
     # The engines: what may complete now, and completing it.
@@ -201,6 +207,7 @@ class Block:
             self.full[s].complete_tx(nbytes)
             return f"TMA: {nbytes:,} bytes of K-tile {it} land in stage {s}"
         s, _ = self.groups[what].pop(0)
+        self.tensor_queue.remove(next(q for q in self.tensor_queue if q[0] == what))
         return f"tensor cores: consumer {what}'s wgmma on stage {s} done"
 
     def snapshot(self) -> dict:
@@ -233,16 +240,20 @@ class Shuffled:
 
 class Timed:
     """Cycle by cycle: every agent that can move takes one step per cycle; a copy lands ``copy_cycles`` after it
-    was issued, a wgmma group completes ``mma_cycles`` after it was issued (in order, one at a time per consumer)."""
+    was issued; the tensor cores complete one consumer's wgmma group (a K-tile of its share of the tile) every
+    ``mma_cycles``, the groups of all consumers in the order they were issued; and a tile's epilogue keeps its
+    consumer busy for ``store_cycles``, with no wgmma of its own meanwhile."""
 
-    def __init__(self, copy_cycles: int = 6, mma_cycles: int = 4) -> None:
-        self.copy_cycles, self.mma_cycles = copy_cycles, mma_cycles
+    def __init__(self, copy_cycles: int = 6, mma_cycles: int = 4, store_cycles: int = 12) -> None:
+        self.copy_cycles, self.mma_cycles, self.store_cycles = copy_cycles, mma_cycles, store_cycles
 
 
 def play(config: Config, scheduler: Shuffled | Timed | None = None, max_steps: int = 100_000) -> Outcome:
     """Run one block to its end (or until something goes wrong) and return the outcome with its trace."""
     block = Block(config)
     scheduler = scheduler or Timed()
+    if isinstance(scheduler, Timed):
+        block.store_cycles = scheduler.store_cycles
     return _play_timed(block, scheduler, max_steps) if isinstance(scheduler, Timed) \
         else _play_shuffled(block, scheduler, max_steps)
 
@@ -329,7 +340,8 @@ def _play_timed(block: Block, clock: Timed, max_steps: int) -> Outcome:
         row.update(block.snapshot())
         if all(s is None for s in waiting.values()):
             return Outcome(None, trace, block.stored)
-        if not moved and not row["engines"] and not block.engine_events():
+        timing = any(s is not None and s.on_time for s in waiting.values())
+        if not moved and not row["engines"] and not block.engine_events() and not timing:
             row["error"] = _stall(waiting)
             return Outcome(row["error"], trace, block.stored)
     return Outcome(f"no end after {max_steps} cycles", trace, block.stored)
@@ -337,14 +349,16 @@ def _play_timed(block: Block, clock: Timed, max_steps: int) -> Outcome:
 
 def _complete_due(block: Block, clock: Timed) -> list[str]:
     """The engine work whose time has come, completed: every copy issued ``copy_cycles`` ago or more (in the order
-    they were issued), and each consumer's oldest wgmma group once ``mma_cycles`` have passed since it was issued and
-    since the group before it completed (the tensor cores work through a consumer's groups one after the other)."""
+    they were issued), and the oldest wgmma group once ``mma_cycles`` have passed since it was issued and since the
+    tensor cores finished the group before it. The SM's tensor cores take the groups of all consumers one after
+    the other, in the order they were issued: two consumers share them, they do not double them."""
     done: list[str] = []
     for j in reversed([j for j, (_, _, _, issued) in enumerate(block.copies)
                        if block.now - issued >= clock.copy_cycles]):
         done.insert(0, block.complete(("copy", j)))
-    for n, groups in block.groups.items():
-        if groups and block.now - max(groups[0][1], block.mma_free.get(n, 0)) >= clock.mma_cycles:
-            done.append(block.complete(("wgmma", n)))
-            block.mma_free[n] = block.now
+    if block.tensor_queue:
+        consumer, issued = block.tensor_queue[0]
+        if block.now - max(issued, block.tensor_free) >= clock.mma_cycles:
+            done.append(block.complete(("wgmma", consumer)))
+            block.tensor_free = block.now
     return done
