@@ -25,8 +25,10 @@ def test_every_configuration_is_valid_named_once_and_compiled():
 
 
 def test_the_ladder_steps_are_one_change_apart():
-    """Each of the first seven configurations switches on one technique (or one larger tile) over the one before."""
-    steps = CONFIGS[:7]
+    """Each step of the ladder up to the wide tile switches on one technique (or one larger tile) over the one before,
+    and the variant that spreads the copies is one change from the wide tile."""
+    steps = (tc_configs.MMA, tc_configs.SWIZZLE, tc_configs.ASYNC, tc_configs.STAGES, tc_configs.PREFETCH, tc_configs.WIDE,
+             tc_configs.SPREAD)
     for before, after in zip(steps, steps[1:]):
         diff = [f for f in ("BN", "STAGES", "SWIZZLE", "ASYNC", "PREFETCH", "SPREAD") if getattr(before, f) != getattr(after, f)]
         assert len(diff) == 1, (before.function, after.function, diff)
@@ -128,11 +130,11 @@ def test_a_t4_is_refused_bf16_and_the_large_tiles_with_a_reason():
     deep = tensor_cores.mma_kernel(tc_configs.config("tc_mma_128x256x64_64x64_s3_swz_async_pf"))
     with pytest.raises(ValueError, match="98,304 bytes of shared memory"):
         deep.check(A, B, device.T4, 1 << 34)
-    assert tensor_cores.mma_kernel(CONFIGS[3]).check(A, B, device.T4, 1 << 34) == (64, 64, 64)
+    assert tensor_cores.mma_kernel(tc_configs.STAGES).check(A, B, device.T4, 1 << 34) == (64, 64, 64)
     with pytest.raises(ValueError, match="FP16, BF16"):
-        tensor_cores.mma_kernel(CONFIGS[0], "FP8")
+        tensor_cores.mma_kernel(tc_configs.MMA, "FP8")
     with pytest.raises(ValueError, match="compiled for FP16, BF16 inputs, not TF32"):
-        tensor_cores.mma_kernel(CONFIGS[0], "TF32")
+        tensor_cores.mma_kernel(tc_configs.MMA, "TF32")
     with pytest.raises(ValueError, match="WMMA kernel takes FP16 or BF16"):
         tensor_cores.wmma_kernel("TF32")
     tf32 = next(c for c in CONFIGS if c.precisions == ("TF32",))
@@ -156,9 +158,10 @@ def test_tensor_peaks_match_the_datasheets():
 def test_chapter_8_ladders_by_precision():
     from gemmlab.gemm import registry
     f16, tf32 = registry.tensor_kernels("FP16"), registry.tensor_kernels("TF32")
+    steps_16 = (tc_configs.MMA, tc_configs.SWIZZLE, tc_configs.ASYNC, tc_configs.STAGES, tc_configs.PREFETCH, tc_configs.WIDE)
     assert list(f16)[0] == "tc_wmma_f16" and list(f16)[-2:] == ["tc_inner_f16", "tc_tail_f16"]
     assert all(k.precision == "FP16" and k.input_precision == "FP16" for k in f16.values())
-    assert [k.entry_point for k in f16.values()][1:] == [f"{c.function}_f16" for c in (*CONFIGS[:6], CONFIGS[12], CONFIGS[14])]
+    assert [k.entry_point for k in f16.values()][1:] == [f"{c.function}_f16" for c in (*steps_16, tc_configs.INNER, tc_configs.TAIL)]
     assert list(registry.tensor_kernels("BF16")) == [n.replace("_f16", "_bf16") for n in f16]
     assert list(tf32) == ["tc_prefetch_tf32", "tc_wide_tf32", "tc_inner_tf32", "tc_tail_tf32"]
     assert all("TF32" in tc_configs.config(k.function).precisions for k in tf32.values())

@@ -128,23 +128,23 @@ EARLY_RETURN = GemmKernel("early_return", 3, "03_early_return.cu", "gemm_tiled_e
 
 TENSOR_STEPS: tuple[tuple[str, tc_configs.TcConfig | None, str], ...] = (
     ("tc_wmma", None, "WMMA 16x16x16 fragments from plain shared-memory tiles"),
-    ("tc_mma", tc_configs.CONFIGS[0], "mma.sync fed by ldmatrix, 128x128x32 blocks, warps of 64x64"),
-    ("tc_swizzle", tc_configs.CONFIGS[1], "+ the XOR swizzle: ldmatrix and tile stores free of bank conflicts"),
-    ("tc_async", tc_configs.CONFIGS[2], "+ cp.async copies (two stages)"),
-    ("tc_stages", tc_configs.CONFIGS[3], "+ four stages in the ring"),
-    ("tc_prefetch", tc_configs.CONFIGS[4], "+ the next k-step's fragments loaded during this one's mma"),
-    ("tc_wide", tc_configs.CONFIGS[5], "+ 128x256 blocks (8 warps of 64x64)"),
-    ("tc_inner", tc_configs.CONFIGS[12], "+ tiles inside the matrices copied without bounds checks"),
-    ("tc_tail", tc_configs.CONFIGS[14], "+ a last wave under 60% full shared out over every SM (stream-K)"),
+    ("tc_mma", tc_configs.MMA, "mma.sync fed by ldmatrix, 128x128x32 blocks, warps of 64x64"),
+    ("tc_swizzle", tc_configs.SWIZZLE, "+ the XOR swizzle: ldmatrix and tile stores free of bank conflicts"),
+    ("tc_async", tc_configs.ASYNC, "+ cp.async copies (two stages)"),
+    ("tc_stages", tc_configs.STAGES, "+ four stages in the ring"),
+    ("tc_prefetch", tc_configs.PREFETCH, "+ the next k-step's fragments loaded during this one's mma"),
+    ("tc_wide", tc_configs.WIDE, "+ 128x256 blocks (8 warps of 64x64)"),
+    ("tc_inner", tc_configs.INNER, "+ tiles inside the matrices copied without bounds checks"),
+    ("tc_tail", tc_configs.TAIL, "+ a last wave under 60% full shared out over every SM (stream-K)"),
 )
 """Chapter 8's ladder for FP16 and BF16 inputs, as triples of a name, a configuration (None for the WMMA
 kernel) and what the step adds."""
 
 TF32_STEPS: tuple[tuple[str, tc_configs.TcConfig, str], ...] = (
-    ("tc_prefetch", tc_configs.CONFIGS[10], "TF32 mma.sync m16n8k8, 128x128x16 blocks, four stages, prefetched fragments"),
-    ("tc_wide", tc_configs.CONFIGS[11], "+ 128x256 blocks"),
-    ("tc_inner", tc_configs.CONFIGS[13], "+ tiles inside the matrices copied without bounds checks"),
-    ("tc_tail", tc_configs.CONFIGS[15], "+ a last wave under 60% full shared out over every SM (stream-K)"),
+    ("tc_prefetch", tc_configs.TF32_PREFETCH, "TF32 mma.sync m16n8k8, 128x128x16 blocks, four stages, prefetched fragments"),
+    ("tc_wide", tc_configs.TF32_WIDE, "+ 128x256 blocks"),
+    ("tc_inner", tc_configs.TF32_INNER, "+ tiles inside the matrices copied without bounds checks"),
+    ("tc_tail", tc_configs.TF32_TAIL, "+ a last wave under 60% full shared out over every SM (stream-K)"),
 )
 """Chapter 8's kernels for TF32 inputs, the last four steps of the ladder (with B's transpose in shared memory)."""
 

@@ -127,7 +127,7 @@ def test_bf16_and_tf32_are_refused_where_the_code_is_for_sm_75(precision):
 
 
 def test_wrong_inputs_are_refused_before_any_launch():
-    k = tensor_cores.mma_kernel(tc_configs.CONFIGS[3])
+    k = tensor_cores.mma_kernel(tc_configs.STAGES)
     A, B = verify.random_operands(8, 8, 8)
     with pytest.raises((TypeError, ValueError)):
         k(A.astype(np.float64), B)
