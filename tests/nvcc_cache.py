@@ -1,13 +1,15 @@
 """nvcc builds shared by every CPU test that compiles the course's kernels, one per (source, architecture, nvcc).
 
-A compile unit is compiled for all its architectures in one nvcc call (``-gencode`` for each, ``--threads 0``), with
-the checks the compile test reads (``-Werror all-warnings``, ptxas' ``-v``, ``-warn-spills`` and ``-warn-lmem-usage``)
-and gemmlab's own options (``gemmlab.runtime.compiler.NVCC_OPTIONS``). Each architecture's result, its return code, its part of
-the compiler's report and its cubin, is stored under ``_build/nvcc-cache/`` (ignored by git), keyed by the sha256 of
-the source text, the files it ``#include``s from the kernel folder, the options, the architecture and the output of
-``nvcc --version``. The compile test (tests/test_kernels_compile.py), the SASS claims (tests/test_sass.py), the kernel
-solutions (tests/test_notebooks.py, tests/test_exercises.py) and the other ptxas checks read the same builds, so a
-clean checkout (CI) compiles each unit once for each architecture, and a second local run compiles nothing.
+A compile unit is compiled for all its architectures in one nvcc call (``-gencode`` for each, ``--threads 0``),
+with the checks the compile test reads (``-Werror all-warnings``, ptxas' ``-v``, ``-warn-spills`` and
+``-warn-lmem-usage``) and gemmlab's own options (``gemmlab.runtime.compiler.NVCC_OPTIONS``). Each architecture's
+result, its return code, its part of the compiler's report and its cubin, is stored under ``_build/nvcc-cache/``
+(ignored by git), keyed by the sha256 of the source text, of the files it ``#include``s from the kernel folder, of
+the options, of the architecture and of the output of ``nvcc --version``. The compile test
+(tests/test_kernels_compile.py), the SASS claims (tests/test_sass.py), the Hopper steps' comparison
+(tests/test_hopper_steps.py), the kernel solutions (tests/test_notebooks.py, tests/test_exercises.py) and the other
+ptxas checks read the same builds, so a clean checkout (CI) compiles each unit once for each architecture, and a
+second local run compiles nothing.
 
 nvcc runs ptxas once per architecture and prints each run's report whole, each entry function named with its
 architecture (``Compiling entry function 'k' for 'sm_80'``): that is how the report is split. Where nvcc fails, or
@@ -39,7 +41,7 @@ CACHE = ROOT / "_build" / "nvcc-cache"
 KERNELS = ROOT / "kernels"
 
 ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
-"""Every GPU the course supports: each kernel file compiles for all of them (those in ARCH_SPECIFIC for theirs alone)."""
+"""Every GPU the course supports: each kernel file compiles for all of them (those in ARCH_SPECIFIC, theirs alone)."""
 
 CHECKS = ("-Werror", "all-warnings", "-Xptxas", "-v,-warn-spills,-warn-lmem-usage")
 """What the compile test asks of nvcc and ptxas: no warning of either, and ptxas' resource report."""
@@ -115,8 +117,9 @@ def executable(text: str, options: Iterable[str], include_dir: Path = KERNELS, n
     with _lock(key):
         if not (folder / name).is_file():
             def fill(tmp: Path) -> None:
-                (tmp / f"{name}.cu").write_text(text, encoding="utf-8")
-                subprocess.run([*NICE, nvcc(), *options, f"-I{include_dir}", "-o", str(tmp / name), str(tmp / f"{name}.cu")],
+                cu = tmp / f"{name}.cu"
+                cu.write_text(text, encoding="utf-8")
+                subprocess.run([*NICE, nvcc(), *options, f"-I{include_dir}", "-o", str(tmp / name), str(cu)],
                                check=True, timeout=TIMEOUT_S)
             _publish(folder, fill)
     return folder / name
