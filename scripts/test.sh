@@ -10,4 +10,7 @@ if ! command -v chromium >/dev/null 2>&1; then
         echo "chromium is not installed and this user cannot apt-get it: the browser test will skip" >&2
     fi
 fi
-python -m pytest "$@"
+# pytest-xdist: three workers share the two cores of a CI machine, so that nvcc's builds (tests/nvcc_cache.py, cached
+# in _build/nvcc-cache), the book build (once, tests/conftest.py) and the browser tests that wait overlap; a test
+# file stays on one worker. GEMMLAB_TEST_WORKERS=0 runs everything in this process.
+python -m pytest -n "${GEMMLAB_TEST_WORKERS:-3}" --dist loadfile "$@"

@@ -1,11 +1,13 @@
 """Shared fixtures: the repository's book configuration, its table of contents, the book
-built once per test session (for tests/test_book.py and tests/test_browser.py), a real
-browser with a local web server (for tests/test_workbench_browser.py), and the strict-tools
-switch (:func:`skip_or_fail`) that CI sets so that a missing tool fails instead of skipping."""
+built once per test run (for tests/test_book.py and the browser tests; once for all of
+pytest-xdist's workers), a real browser with a local web server, the strict-tools switch
+(:func:`skip_or_fail`) that CI sets so that a missing tool fails instead of skipping, and the
+markers ``nvcc`` and ``slow``, given here to every test that needs nvcc or the built book."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+from locking import file_lock
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_TIMEOUT_S = 900
@@ -59,6 +63,16 @@ def nvcc_path() -> str:
     if found is None:
         skip_or_fail(NVCC_MISSING)
     return found
+
+
+def pytest_collection_modifyitems(config, items):
+    """``nvcc`` for every test that asks for nvcc (the ``nvcc_path`` fixture), ``slow`` for every test of the built book
+    or of a real browser: ``-m "not slow and not nvcc"`` is the loop of a few minutes (book/testing.md)."""
+    for item in items:
+        if "nvcc_path" in item.fixturenames:
+            item.add_marker(pytest.mark.nvcc)
+        if {"built_book", "browser"} & set(item.fixturenames):
+            item.add_marker(pytest.mark.slow)
 
 
 # ---------------------------------------------------------------- the book's sources
@@ -177,6 +191,7 @@ class BookBuild:
     output: str          # stdout and stderr of the build, interleaved
     out_dir: Path        # what was passed as --path-output
     html: Path           # <out_dir>/_build/html
+    timed_out: bool = False
 
     def tail(self, lines: int = 60) -> str:
         return "\n".join(self.output.splitlines()[-lines:])
@@ -184,13 +199,29 @@ class BookBuild:
 
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory) -> BookBuild:
-    """The book, built once per session exactly as CI builds it (-W -n --keep-going), into a
-    temporary folder so that the checkout's own _build is left alone."""
+    """The book, built once per test run exactly as CI builds it (-W -n --keep-going), into a
+    temporary folder so that the checkout's own _build is left alone. Under pytest-xdist the
+    first worker to need it builds it into the run's shared temporary folder, under a lock, and
+    the others read the record it leaves there."""
     jb = Path(sys.executable).parent / "jupyter-book"
     if not jb.exists():
         skip_or_fail(f"jupyter-book is not installed next to {sys.executable}; "
                      "install the pinned requirements (pip install -r requirements.txt)")
-    out = tmp_path_factory.mktemp("book")
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base   # xdist: base is popen-gwN
+    record = shared / "book-build.json"
+    with file_lock(shared / "book-build.lock"):
+        if not record.is_file():
+            record.write_text(json.dumps(dataclasses.asdict(_build_book(jb, shared / "book")), default=str))
+    built = json.loads(record.read_text())
+    book = BookBuild(**{**built, "out_dir": Path(built["out_dir"]), "html": Path(built["html"])})
+    if book.timed_out:
+        pytest.fail(book.output)
+    return book
+
+
+def _build_book(jb: Path, out: Path) -> BookBuild:
+    out.mkdir()
     cmd = [str(jb), "build", str(ROOT), "--all", "-W", "-n", "--keep-going", "--path-output", str(out)]
     env = dict(os.environ)
     # autodoc imports gemmlab: make the checkout's copy importable even where it is not installed.
@@ -201,8 +232,8 @@ def built_book(tmp_path_factory) -> BookBuild:
                               text=True, timeout=BUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
         partial = exc.output.decode(errors="replace") if isinstance(exc.output, bytes) else (exc.output or "")
-        pytest.fail(f"the book build took longer than {BUILD_TIMEOUT_S} s: {' '.join(cmd)}\n"
-                    + "\n".join(partial.splitlines()[-40:]))
+        return BookBuild(cmd, -1, f"the book build took longer than {BUILD_TIMEOUT_S} s: {' '.join(cmd)}\n"
+                         + "\n".join(partial.splitlines()[-40:]), out, out / "_build" / "html", timed_out=True)
     output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)   # Sphinx colours its log even into a pipe
     return BookBuild(cmd, proc.returncode, output, out, out / "_build" / "html")
 

@@ -4,18 +4,16 @@ the chapters against the static barrier check and ptxas's spill report."""
 
 import inspect
 import re
-import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+import nvcc_cache
 from gemmlab.measure import exercises, nsight
 from gemmlab.runtime import barriers, compiler, device
 from gemmlab.measure.exercises import ExerciseError
 from notebook_tools import CHAPTERS, read
 
-ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
 
 KERNEL = r'''
 extern "C" __global__ void __launch_bounds__(256)
@@ -128,9 +126,9 @@ def test_compile_error_of_ptxas_and_of_nothing():
 # ---------------------------------------------------------------- resources (nvcc, no GPU)
 
 @pytest.fixture(scope="module")
-def nvcc(skip_or_fail):
-    if shutil.which("nvcc") is None:
-        skip_or_fail("nvcc (the CUDA toolkit) is not installed on this machine")
+def nvcc(nvcc_path):
+    """Skips where nvcc is missing, or fails there under GEMMLAB_STRICT_TOOLS=1 (tests/conftest.py)."""
+    return nvcc_path
 
 
 def test_resources_for_any_architecture(nvcc):
@@ -224,23 +222,20 @@ def test_no_kernel_solution_exits_before_a_barrier(where, source):
     assert barriers.check_source(source, where) == []
 
 
-def test_kernel_solutions_compile_without_spills_for_every_architecture(nvcc, tmp_path):
-    """What chapter 5 asks of its solution, asked of every solution: ptxas spills nothing, on every GPU."""
-    def compile_one(job):
-        i, (where, source), arch = job
-        cu = tmp_path / f"solution{i}_{arch}.cu"
-        cu.write_text(source)
-        proc = subprocess.run(["nvcc", "-std=c++17", "-cubin", f"-arch={arch}", "-Xptxas", "-v", "-o",
-                               str(cu.with_suffix(".cubin")), str(cu)], capture_output=True, text=True, timeout=600)
-        report = proc.stdout + proc.stderr
-        spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
-        return where, arch, proc.returncode, spills, report
+def test_kernel_solutions_compile_without_spills_for_every_architecture(nvcc):
+    """What chapter 5 asks of its solution, asked of every solution: ptxas spills nothing, on every GPU (the builds
+    of tests/nvcc_cache.py, which tests/test_notebooks.py reads too, each solution compiled once for all)."""
+    def compile_one(solution):
+        where, source = solution
+        return where, nvcc_cache.solution_builds(source)
 
-    jobs = [(i, s, arch) for i, s in enumerate(SOLUTIONS) for arch in ARCHS]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        for where, arch, rc, spills, report in pool.map(compile_one, jobs):
-            assert rc == 0 and spills, f"{where} for {arch}:\n{report}"
-            assert all(s == ("0", "0") for s in spills), f"{where} spills for {arch}:\n{report}"
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for where, builds in pool.map(compile_one, SOLUTIONS):
+            assert list(builds) == list(nvcc_cache.ARCHS)
+            for arch, build in builds.items():
+                spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", build.report)
+                assert build.returncode == 0 and spills, f"{where} for {arch}:\n{build.report}"
+                assert all(s == ("0", "0") for s in spills), f"{where} spills for {arch}:\n{build.report}"
 
 
 def test_chapter_5_solution_is_capped_at_64_registers(nvcc):

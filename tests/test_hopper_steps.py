@@ -17,14 +17,16 @@ from pathlib import Path
 
 import pytest
 
+import nvcc_cache
 from gemmlab.book import source
 from gemmlab.gemm import hopper_steps, registry, wgmma
 from gemmlab.gemm import units as compile_units
-from gemmlab.runtime import watchdog
+from gemmlab.runtime import compiler, watchdog
 
 pytestmark = pytest.mark.usefixtures("nvcc_path")
 
 OLD = "09_hopper.cu"
+ARCH = "sm_90a"
 PAIRS = [(old, new) for s in hopper_steps.ALL for old, new in zip(s.old_functions(), s.functions())] + \
         [(p.function, p.function) for p in hopper_steps.PROBES]
 """(today's entry point, the new one): every step of the ladder and beside it in both formats, and the two probes."""
@@ -43,24 +45,22 @@ def units() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def compiled(units, nvcc_path, tmp_path_factory, skip_or_fail) -> dict[str, tuple[dict[str, str], str]]:
+def compiled(units, nvcc_path, skip_or_fail) -> dict[str, tuple[dict[str, str], str]]:
     """Each unit compiled for sm_90a, as ({entry point: its SASS}, ptxas's report), compiled two at a time."""
     cuobjdump, nvdisasm = watchdog.find_tool("cuobjdump"), watchdog.find_tool("nvdisasm")
     if cuobjdump is None or nvdisasm is None:
         skip_or_fail("cuobjdump and nvdisasm are not installed on this machine")
-    tmp = tmp_path_factory.mktemp("hopper_steps")
+    assert hopper_steps.NVCC_OPTIONS == (f"-gencode=arch=compute_90a,code={ARCH}", *compiler.NVCC_OPTIONS)
     env = {**os.environ, "PATH": os.pathsep.join([os.path.dirname(nvdisasm), os.environ.get("PATH", "")])}
 
     def build(item: tuple[str, str]) -> tuple[str, tuple[dict[str, str], str]]:
         name, text = item
-        cu, cubin = tmp / f"{name}.cu", tmp / f"{name}.cubin"
-        cu.write_text(text, encoding="utf-8")
-        proc = subprocess.run([nvcc_path, *hopper_steps.NVCC_OPTIONS, "-cubin", "-Werror", "all-warnings",
-                               "-Xptxas", "-v,-warn-spills,-warn-lmem-usage", f"-I{hopper_steps.KERNELS_DIR}",
-                               "-o", str(cubin), str(cu)], capture_output=True, text=True, timeout=900)
-        report = proc.stdout + proc.stderr
-        assert proc.returncode == 0, f"{name} does not compile:\n{report[-3000:]}"
-        dump = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, timeout=300, env=env)
+        # hopper_steps.NVCC_OPTIONS (sm_90a, -std=c++17, -lineinfo) with the compile test's checks, cached: today's
+        # file is the compile test's own build of it (tests/nvcc_cache.py).
+        built = nvcc_cache.builds(text, [ARCH], nvcc_cache.UNIT_OPTIONS, hopper_steps.KERNELS_DIR, name)[ARCH]
+        report = built.report
+        assert built.returncode == 0 and built.cubin, f"{name} does not compile:\n{report[-3000:]}"
+        dump = subprocess.run([cuobjdump, "-sass", str(built.cubin)], capture_output=True, text=True, timeout=300, env=env)
         assert dump.returncode == 0, dump.stderr
         return name, (functions(dump.stdout), report)
 

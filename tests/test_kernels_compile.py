@@ -1,21 +1,20 @@
 """Every kernel file compiles with nvcc, as gemmlab compiles it (its compile unit: the file, the constants
 and the generated entry points), without warnings or register spills, for every supported GPU; and the
-compiler refuses exactly the fast-kernel configurations that gemmlab.gemm.fast_configs refuses."""
+compiler refuses exactly the fast-kernel configurations that gemmlab.gemm.fast_configs refuses. Each unit is
+compiled once for all its architectures and cached (tests/nvcc_cache.py); each architecture's own part of
+ptxas' report is checked by its own test."""
 
 import re
-import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+import nvcc_cache
 from gemmlab.gemm import fast_configs, units
 from gemmlab.runtime.compiler import CompileUnit
 from gemmlab.gemm.fast_configs import FastConfig
 
-ARCHS = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"]
 UNITS = units.all_units()
-NVCC = shutil.which("nvcc")
 
 # Skips where nvcc is missing, or fails there under GEMMLAB_STRICT_TOOLS=1 (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("nvcc_path")
@@ -33,24 +32,20 @@ def entry_points(text: str) -> set[str]:
     return names
 
 
-def nvcc(unit: CompileUnit, arch: str, tmp_path, extra=()) -> subprocess.CompletedProcess:
-    cu = tmp_path / f"{unit.path.stem}_{arch}_{unit.config_sha}.cu"
-    cu.write_text(unit.text)
-    target = [f"-gencode=arch=compute_{arch[3:]},code={arch}"] if arch.endswith("a") else [f"-arch={arch}"]
-    return subprocess.run([NVCC, "-std=c++17", "-cubin", *target, *unit.options, *extra,
-                           f"-I{unit.path.parent}", "-o", str(cu.with_suffix(".cubin")), str(cu)],
-                          capture_output=True, text=True, timeout=600)
+def sm_80(unit: CompileUnit) -> nvcc_cache.Build:
+    """A unit compiled for sm_80 alone, as the reader's nvcc would compile it (cached too)."""
+    return nvcc_cache.builds(unit.text, ["sm_80"], ["-std=c++17", *unit.options], unit.path.parent, unit.path.stem)["sm_80"]
 
 
 # Each file for every supported GPU, or, where it uses one architecture's own instructions, for that one alone.
-TARGETS = [(u, a) for u in UNITS for a in ([u.arch_specific] if u.arch_specific else ARCHS)]
+TARGETS = [(u, a) for u in UNITS for a in nvcc_cache.targets(u)]
 
 
 @pytest.mark.parametrize("unit, arch", TARGETS, ids=[f"{u.path.name}-{a}" for u, a in TARGETS])
-def test_compiles_without_spills(unit, arch, tmp_path):
-    proc = nvcc(unit, arch, tmp_path, ["-Werror", "all-warnings", "-Xptxas", "-v,-warn-spills,-warn-lmem-usage"])
-    report = proc.stdout + proc.stderr
-    assert proc.returncode == 0, report
+def test_compiles_without_spills(unit, arch):
+    build = nvcc_cache.unit_build(unit, arch)          # with -Werror all-warnings -Xptxas -v,-warn-spills,-warn-lmem-usage
+    report = build.report
+    assert build.returncode == 0, report
     compiled = set(re.findall(r"Compiling entry function '(\w+)'", report))
     assert compiled == entry_points(unit.text), "every extern \"C\" kernel is compiled, and only those"
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
@@ -77,12 +72,12 @@ def test_every_source_opens_with_what_it_computes():
         assert all(line.startswith("//") for line in head[:2]), f"{unit.path.name} starts with two comment lines"
 
 
-def test_probes_need_the_constant_that_python_owns(tmp_path):
+def test_probes_need_the_constant_that_python_owns():
     """00_probes.cu takes FMA_CHAINS from gemmlab; without it, it refuses to compile and says why."""
     unit = units.unit("00_probes.cu")
     assert unit.options == [f"-DFMA_CHAINS={units.FMA_CHAINS}"]
-    proc = nvcc(CompileUnit(unit.path), "sm_80", tmp_path)
-    assert proc.returncode != 0 and "-DFMA_CHAINS" in proc.stderr
+    build = sm_80(CompileUnit(unit.path))
+    assert build.returncode != 0 and "-DFMA_CHAINS" in build.stderr
 
 
 # A valid configuration and one per rule of FastConfig.problems: each compiled alone for sm_80.
@@ -103,11 +98,11 @@ AGREEMENT = [
 ]
 
 
-def test_the_compiler_refuses_exactly_what_python_refuses(tmp_path):
+def test_the_compiler_refuses_exactly_what_python_refuses():
     source = units.unit(fast_configs.SOURCE).path
 
     def compiles(config):
-        return nvcc(CompileUnit(source, fast_configs.entry_points([config])), "sm_80", tmp_path).returncode == 0
+        return sm_80(CompileUnit(source, fast_configs.entry_points([config]))).returncode == 0
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         verdicts = list(pool.map(compiles, AGREEMENT))

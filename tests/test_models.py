@@ -64,11 +64,11 @@ def test_intensities_are_what_the_traffic_model_counts():
 
 @pytest.mark.usefixtures("nvcc_path")     # skips without nvcc; fails under GEMMLAB_STRICT_TOOLS=1
 def test_shared_bytes_are_what_ptxas_allocates():
+    import nvcc_cache
     from gemmlab.gemm import units
-    from gemmlab.runtime import compiler
 
     unit = units.unit("02_tiled.cu")
-    report = {e.function: e.shared_bytes for e in compiler.ptxas_report(unit.text, "sm_80", unit.options)}
+    report = {e.function: e.shared_bytes for e in nvcc_cache.unit_build(unit, "sm_80").entries()}
     assert {T: report[f"gemm_tiled_{T}"] for T in (8, 16, 32)} == {T: traffic.tiled_shared_bytes(T) for T in (8, 16, 32)}
 
 

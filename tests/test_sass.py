@@ -1,10 +1,13 @@
 """The chapters' claims about their kernels' machine code, on the CPU: nvcc compiles each unit for the architecture
 the chapter ran on (sm_90 for chapter 8, sm_90a for chapter 9) and cuobjdump disassembles it (NVIDIA's wheels of
-cuobjdump and nvdisasm are in requirements.txt). Skips where nvcc or the disassembler is missing (fails under
-GEMMLAB_STRICT_TOOLS=1). The GPU suite checks chapter 9's claims on the cubin that ran, too."""
+cuobjdump and nvdisasm are in requirements.txt). The cubins are the compile test's (tests/nvcc_cache.py: one build per
+unit and architecture); the first test checks that they hold the machine code gemmlab.runtime.compiler.offline_sass
+makes. Skips where nvcc or the disassembler is missing (fails under GEMMLAB_STRICT_TOOLS=1). The GPU suite checks
+chapter 9's claims on the cubin that ran, too."""
 
 import pytest
 
+from nvcc_cache import unit_build
 from gemmlab.gemm import fast_configs, registry, tc_configs, tensor_tma, units, wgmma
 from gemmlab.measure import probes
 from gemmlab.runtime import compiler, watchdog
@@ -20,10 +23,20 @@ def disassembler(skip_or_fail):
         skip_or_fail("cuobjdump and nvdisasm are not installed on this machine")
 
 
+def test_the_cached_cubins_hold_the_machine_code_gemmlab_makes():
+    """The shared builds add the compile test's checks (-Werror, ptxas -v and its warnings) and compile every
+    architecture in one nvcc call: none of that changes the machine code of gemmlab's own build of the unit."""
+    unit = units.unit("02_tiled.cu")
+    names = [f"gemm_tiled_{t}" for t in (8, 16, 32)]
+    cached = unit_build(unit, "sm_90").sass(names)
+    assert cached == compiler.offline_sass(unit, "sm_90", names)
+    assert all(compiler.opcode_counts(listing, ("FFMA",)) for listing in cached.values())
+
+
 def test_chapter_9_gemms_multiply_with_hgmma_copy_with_the_engine_and_never_spill():
     unit = units.unit(wgmma.SOURCE)
     kernels = [(c, wgmma.hopper_kernel(c, precision=p).entry_point) for c in wgmma.GEMMS for p in wgmma.PRECISIONS]
-    sass = compiler.offline_sass(unit, unit.arch_specific, [name for _, name in kernels])
+    sass = unit_build(unit, unit.arch_specific).sass([name for _, name in kernels])
     problems = {name: hopper_problems(compiler.opcode_counts(sass[name], HOPPER_OPS), c.c_map, c.streamk)
                 for c, name in kernels}
     assert not any(problems.values()), {n: p for n, p in problems.items() if p}
@@ -31,7 +44,7 @@ def test_chapter_9_gemms_multiply_with_hgmma_copy_with_the_engine_and_never_spil
 
 def test_chapter_8_reads_its_ladders_machine_code_right():
     kernels = registry.tensor_kernels("FP16")
-    sass = compiler.offline_sass(units.unit(tc_configs.SOURCE), "sm_90", [k.entry_point for k in kernels.values()])
+    sass = unit_build(units.unit(tc_configs.SOURCE), "sm_90").sass([k.entry_point for k in kernels.values()])
     counts = {name.removesuffix("_f16"): compiler.opcode_counts(sass[k.entry_point], TENSOR_OPS)
               for name, k in kernels.items()}
     assert not tensor_ladder_problems(counts), counts
@@ -40,7 +53,7 @@ def test_chapter_8_reads_its_ladders_machine_code_right():
 def test_chapter_8_hopper_step_copies_with_the_engine_and_multiplies_as_tc_inner():
     kernels = [tensor_tma.tma_kernel(p) for p in tc_configs.TMA_WS.precisions]
     unit = tensor_tma.unit()
-    sass = compiler.offline_sass(unit, unit.arch_specific, [k.entry_point for k in kernels])
+    sass = unit_build(unit, unit.arch_specific).sass([k.entry_point for k in kernels])
     counts = {k.entry_point: compiler.opcode_counts(sass[k.entry_point], TMA_STEP_OPS) for k in kernels}
     assert not any(tma_step_problems(c) for c in counts.values()), counts
 
@@ -52,7 +65,7 @@ def test_chapter_8_ceiling_probe_makes_no_register_moves():
     counts = {}
     for arch, forms in (("sm_90", sorted(probes.MMA_CEILINGS)), ("sm_75", [("m16n8k8", "f16")])):
         names = [f"mma_ceiling_{shape}_{dtype}" for shape, dtype in forms]
-        sass = compiler.offline_sass(unit, arch, names)
+        sass = unit_build(unit, arch).sass(names)
         counts.update({f"{n} ({arch})": compiler.opcode_counts(sass[n], ("HMMA", "MOV", "IMAD.MOV")) for n in names})
     assert len(counts) == 5 and not probe_problems(counts), counts
     assert probe_problems({"old": {"HMMA.16816.F32": 40, "MOV": 13}}) == ["old: 40 HMMA and 13 register moves"]
@@ -62,7 +75,7 @@ def test_chapter_4_bank_model_counts_the_shared_memory_instructions():
     problems = []
     for name, layout in (("tiled32", "plain"), ("banks_transposed", "transposed"), ("banks_padded", "padded")):
         k = registry.lookup(name)
-        sass = compiler.offline_sass(units.unit(k.source), "sm_90", [k.function])[k.function]
+        sass = unit_build(units.unit(k.source), "sm_90").sass([k.function])[k.function]
         problems += bank_model_problems(compiler.opcode_counts(sass, ("LDS", "STS", "FFMA")), layout)
     assert not problems
 
@@ -70,14 +83,14 @@ def test_chapter_4_bank_model_counts_the_shared_memory_instructions():
 def test_chapter_6_a_loop_the_compiler_can_count_unrolls():
     counted, strided = registry.lookup("regtile2d_t"), registry.lookup("regtile2d_t_strided")
     assert counted.source == strided.source
-    sass = compiler.offline_sass(units.unit(counted.source), "sm_90", [counted.function, strided.function])
+    sass = unit_build(units.unit(counted.source), "sm_90").sass([counted.function, strided.function])
     assert not counted_loop_problems(sass[counted.function], sass[strided.function])
 
 
 def test_chapter_7_vector_and_scalar_loads():
     fast = fast_configs.FAST                                # the chapter's kernel
     scalar = fast_configs.config(fast.function + "_scalar")
-    sass = compiler.offline_sass(units.unit(fast_configs.SOURCE), "sm_90", [fast.function, scalar.function])
+    sass = unit_build(units.unit(fast_configs.SOURCE), "sm_90").sass([fast.function, scalar.function])
     counts = {c.function: compiler.opcode_counts(sass[c.function], ("LDG",)) for c in (fast, scalar)}
     assert not vector_load_problems(counts[fast.function], counts[scalar.function]), counts
 

@@ -5,12 +5,12 @@ order whatever the schedule, which waiting for the tile's last part alone would 
 
 import itertools
 import random
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
+import nvcc_cache
 from gemmlab.gemm import wgmma
 from gemmlab.models import streamk
 from gemmlab.runtime import provenance
@@ -107,20 +107,17 @@ int main()      // for each "tiles k units" line: every unit's portions, and who
 """
 
 
-def test_the_kernel_splits_as_the_model_does(tmp_path):
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc is not installed: the kernel file's StreamK cannot be compiled for the host here")
+@pytest.mark.usefixtures("nvcc_path")     # skips without nvcc; fails under GEMMLAB_STRICT_TOOLS=1
+def test_the_kernel_splits_as_the_model_does():
     chosen = cases()[::9]
     expected = []
     for tiles, k, g in chosen:
         walk = streamk.StreamK(tiles, k, g, 0)
         for u, mine in enumerate(streamk.plan(tiles, k, g)):
             expected += [f"{u} {t} {kb} {ke} {walk.holder(t, ke) if ke < k else -1}" for t, kb, ke in mine]
-    (tmp_path / "harness.cu").write_text(HARNESS)
-    subprocess.run([nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", f"-I{provenance.KERNELS_DIR}",
-                    "-o", str(tmp_path / "harness"), str(tmp_path / "harness.cu")], check=True, timeout=600)
-    out = subprocess.run([str(tmp_path / "harness")], input="".join(f"{t} {k} {g}\n" for t, k, g in chosen),
+    harness = nvcc_cache.executable(HARNESS, ["-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"],
+                                    provenance.KERNELS_DIR, "streamk_harness")
+    out = subprocess.run([str(harness)], input="".join(f"{t} {k} {g}\n" for t, k, g in chosen),
                          text=True, capture_output=True, check=True, timeout=120).stdout.splitlines()
     assert out == expected
 

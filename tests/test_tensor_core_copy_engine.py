@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+import nvcc_cache
 from gemmlab.gemm import registry, tc_configs, tensor_cores, tensor_tma, units
 from gemmlab.models import hopper, mma
 from gemmlab.runtime import compiler, device, provenance
@@ -91,7 +92,7 @@ def test_the_unit_compiles_without_spills_and_fits_the_register_split(nvcc_path)
     40 and the 8 warps that multiply 232: 4 x 40 + 8 x 232 = 2,016 per thread slot of a warp, within the 2,016 that
     384 threads at 168 take (65,536 registers per SM)."""
     unit = tensor_tma.unit()
-    report = {e.function: e for e in compiler.ptxas_report(unit.text, unit.arch_specific, unit.options)}
+    report = {e.function: e for e in nvcc_cache.unit_build(unit, unit.arch_specific).entries()}
     for p in CONFIG.precisions:
         e = report[tensor_tma.tma_kernel(p).entry_point]
         assert (e.spill_store_bytes, e.spill_load_bytes) == (0, 0)

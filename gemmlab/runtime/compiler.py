@@ -243,10 +243,17 @@ def offline_sass(unit: CompileUnit, arch: str, names: Iterable[str]) -> dict[str
     """The machine code of functions ``names`` of a compile unit compiled by nvcc for ``arch`` (``sm_90``,
     ``sm_90a`` ...), ``{name: listing}``, with no GPU: what :meth:`CompiledFile.sass` shows on a GPU of that
     architecture, from the same compiler. Needs nvcc and cuobjdump (:class:`SassUnavailable` without it)."""
-    tools = _disassembler()
+    _disassembler()                 # SassUnavailable before compiling, where cuobjdump is missing
     with tempfile.TemporaryDirectory() as tmp:
         cubin, _ = _nvcc_cubin(unit.text, arch, unit.options, tmp, unit.path.parent)
-        return {name: _disassemble(tools, cubin, name) for name in names}
+        return disassemble(cubin, names)
+
+
+def disassemble(cubin: Path, names: Iterable[str]) -> dict[str, str]:
+    """The machine code of functions ``names`` of a cubin file, ``{name: listing}``, as cuobjdump shows it (the
+    CPU tests read their cached builds with it). Needs cuobjdump (:class:`SassUnavailable` without it)."""
+    tools = _disassembler()
+    return {name: _disassemble(tools, cubin, name) for name in names}
 
 
 def _disassembler() -> tuple[str, str]:
