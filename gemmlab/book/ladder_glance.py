@@ -197,39 +197,42 @@ def table(table_rows: Sequence[Row], runs: Sequence[Run]) -> tuple[list[str], li
     return list(HEADS), [r.short for r in runs], body
 
 
-def _when(run: Run) -> str:
-    return run.date if run.date else "on a day its file does not record"
+TIMING = {"separate": "each kernel timed on its own",
+          "interleaved": "the kernels and cuBLAS of each size timed in alternating blocks"}
+"""How a run timed (its JSON's ``timing``), in words."""
 
 
 def notes(table_rows: Sequence[Row], runs: Sequence[Run], size: tuple[int, int, int]) -> list[str]:
-    """What the table rests on and what its dashes mean, one sentence each: the GPUs and days, how the numbers were
-    taken, what the ceiling is, and which files lack a ceiling or a step."""
-    timing = {"separate": "each kernel timed on its own", "interleaved": "the kernels and cuBLAS timed in alternating blocks"}
-    said = [f"{r.short}: {r.gpu}, measured {_when(r)}, {timing.get(r.timing, r.timing)}" for r in runs]
-    out = [f"At {size_label(size)}, with `python -m gemmlab bench --precision all` on each GPU. " + "; ".join(said) + "."]
+    """What the table rests on and what its dashes mean, one sentence each: the GPUs, the days and how the numbers
+    were taken; what the two shares are; which runs lack a ceiling or a step."""
+    said = [f"{r.short}: {r.gpu}, {r.date or 'day not recorded in its file'}, {TIMING.get(r.timing, r.timing)}"
+            for r in runs]
+    out = [f"Measured at {size_label(size)} with `python -m gemmlab bench --precision all` on each GPU. "
+           + "; ".join(said) + "."]
     out.append("% of cuBLAS: of cuBLAS in the same input format, timed in the same run.")
     out.append("% of ceiling: of the rate the same run measured with the course's probes: chains of FMAs for FP32 "
                "(chapter 0), of `mma.sync` for the tensor cores (chapter 8). Chapter 9's `wgmma` is not bound by "
                "`mma.sync`'s rate, so its steps, like cuBLAS, pass 100%.")
     formats = list(dict.fromkeys(r.step.precision for r in table_rows))
-    for run in runs:
-        lacking = [p for p in formats if p not in run.ceilings]
+    for p in formats:
+        lacking = [r.short for r in runs if p not in r.ceilings]
         if lacking:
-            out.append(f"{DASH} under % of ceiling on the {run.short}: its file holds no measured {' or '.join(lacking)} "
-                       "ceiling (the bench records it in every file it writes now).")
+            out.append(f"{DASH} under % of ceiling in {p}: the {' and '.join(lacking)} file{'s' * (len(lacking) > 1)} "
+                       f"hold{'s' * (len(lacking) == 1)} no measured {p} ceiling; a file the bench writes holds one.")
     for i, run in enumerate(runs):
         absent = [r.step.label for r in table_rows if r.measured[i] is None]
         if absent:
             out.append(f"{DASH} for {', '.join(f'`{a}`' for a in absent)} on the {run.short}: "
-                       "its file holds no correct result of that step at this size.")
+                       f"its file holds no correct result of {'that step' if len(absent) == 1 else 'those steps'} "
+                       "at this size.")
     return out
 
 
 # ---------------------------------------------------------------- the figure
 
-FIGURE_WIDTH = 4.8
-"""Inches: 460 CSS pixels, so that on a 390 px phone the figure shrinks by a quarter at most and its 12 pt labels
-stay above 12 px."""
+FIGURE_WIDTH = 4.2
+"""Inches: 403 CSS pixels (an SVG counts 96 to the inch), so that on a 390 px phone the figure shrinks by 15% at
+most and its 12 pt (16 px) labels stay above 13 px."""
 
 
 def figure(table_rows: Sequence[Row], runs: Sequence[Run], size: tuple[int, int, int] = SIZE) -> Figure:
@@ -270,9 +273,10 @@ def figure(table_rows: Sequence[Row], runs: Sequence[Run], size: tuple[int, int,
             c = cublas(run, members[0].step.precision, size)
             if c:
                 ax.plot([c, c], [first - 0.5, y - 0.5], ls="--", lw=1.2, color=figures.PALETTE[j % len(figures.PALETTE)])
-        if rates:
-            ax.annotate(f"cuBLAS {members[0].step.precision}", (min(rates), heading), xytext=(-4, 0),
-                        textcoords="offset points", ha="right", va="center", color="#1a1a1a")
+        if rates:           # beside its line, on the side with more room
+            right = math.log10(min(rates) / left) < 0.75 * math.log10(top_rate / left)
+            ax.annotate(f"cuBLAS {members[0].step.precision}", (min(rates), heading), xytext=(4 if right else -4, 0),
+                        textcoords="offset points", ha="left" if right else "right", va="center", color="#1a1a1a")
         y += 0.3
     ax.set_xscale("log")
     ax.set_xlim(left, 10 ** math.ceil(math.log10(top_rate * 1.05)))
