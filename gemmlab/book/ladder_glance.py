@@ -28,7 +28,7 @@ DASH = "—"
 """What a cell shows for a number its file does not hold."""
 
 SIZE = (4096, 4096, 4096)
-"""The size the table is read at by default: chapter 9's goal size, in every file of the default bench."""
+"""The size the table is read at by default, chapter 9's goal size, which every file of the default bench holds."""
 
 
 @dataclass(frozen=True)
@@ -64,8 +64,9 @@ class Run:
 
     @property
     def short(self) -> str:
-        """The GPU's model for a column head: ``H200`` from ``NVIDIA H200``, ``H100`` from ``NVIDIA H100 80GB HBM3``."""
-        words = self.device.removeprefix("NVIDIA ").split()
+        """The GPU's model for a column head (``H200`` from ``NVIDIA H200``, ``H100`` from ``NVIDIA H100 80GB HBM3``,
+        ``T4`` from ``Tesla T4``)."""
+        words = [w for w in self.device.split() if w not in ("NVIDIA", "Tesla", "GeForce")]
         return words[0] if words else self.device
 
     def row(self, kernel: str, size: tuple[int, int, int], precision: str) -> Mapping[str, Any] | None:
@@ -230,9 +231,9 @@ def notes(table_rows: Sequence[Row], runs: Sequence[Run], size: tuple[int, int, 
 
 # ---------------------------------------------------------------- the figure
 
-FIGURE_WIDTH = 4.2
-"""Inches: 403 CSS pixels (an SVG counts 96 to the inch), so that on a 390 px phone the figure shrinks by 15% at
-most and its 12 pt (16 px) labels stay above 13 px."""
+FIGURE_WIDTH = 4.0
+"""The figure's width in inches, 384 CSS pixels (an SVG counts 96 to the inch), so that on a 390 px phone it
+shrinks by 11% at most and its 12 pt (16 px) labels stay above 14 px."""
 
 
 def figure(table_rows: Sequence[Row], runs: Sequence[Run], size: tuple[int, int, int] = SIZE) -> Figure:
@@ -259,7 +260,7 @@ def figure(table_rows: Sequence[Row], runs: Sequence[Run], size: tuple[int, int,
         first = y
         for r in members:
             ticks.append(y)
-            labels.append(f"{r.step.chapter} {r.step.label}")
+            labels.append(r.step.label)
             for j, (run, m) in enumerate(zip(runs, r.measured)):
                 at = y + (j - (k - 1) / 2) * height
                 if m is None:
@@ -275,7 +276,7 @@ def figure(table_rows: Sequence[Row], runs: Sequence[Run], size: tuple[int, int,
                 ax.plot([c, c], [first - 0.5, y - 0.5], ls="--", lw=1.2, color=figures.PALETTE[j % len(figures.PALETTE)])
         if rates:           # beside its line, on the side with more room
             right = math.log10(min(rates) / left) < 0.75 * math.log10(top_rate / left)
-            ax.annotate(f"cuBLAS {members[0].step.precision}", (min(rates), heading), xytext=(4 if right else -4, 0),
+            ax.annotate("cuBLAS", (min(rates), heading), xytext=(4 if right else -4, 0),
                         textcoords="offset points", ha="left" if right else "right", va="center", color="#1a1a1a")
         y += 0.3
     ax.set_xscale("log")

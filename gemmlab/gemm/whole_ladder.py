@@ -11,9 +11,9 @@ from __future__ import annotations
 from . import registry
 
 FP32_STEPS = ("naive", "tiled32", "regtile2d_t", "fast")
-"""One FP32 kernel per chapter that builds one: the naive kernel, chapter 2's 32x32 tiles, chapter 6's register
-tiles with a transposed A tile, and chapter 7's kernel (``fast_auto`` is the same kernel at square sizes, with K
-split only where the tiles fill less than one wave)."""
+"""One FP32 kernel for each chapter that builds one (the naive kernel, chapter 2's 32x32 tiles, chapter 6's register
+tiles with a transposed A tile, and chapter 7's kernel). ``fast_auto`` is the same kernel at square sizes, with K
+split only where the tiles fill less than one wave."""
 
 Step = tuple[str, int, str, str]
 """``(name, chapter, precision, change)``."""
