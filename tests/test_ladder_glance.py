@@ -1,6 +1,7 @@
-"""The whole ladder at a glance (gemmlab.book.ladder_glance) on the two committed bench files: the path's rows in
-order, each number the file's own or computed from it in the same run, a dash and a note wherever a file lacks one,
-and the figure's bars one per number. The directive that puts them in the book is tested in tests/test_book.py, on a
+"""The whole ladder at a glance (gemmlab.book.ladder_glance) on the two committed bench
+files: the path's rows in order, each number the file's own or computed from it in the
+same run, a dash and a note wherever a file lacks one, and the figure's bars one per
+number. The directive that puts them in the book is tested in tests/test_book.py, on a
 phone in tests/test_phone_browser.py."""
 
 from __future__ import annotations
