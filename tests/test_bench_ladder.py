@@ -133,8 +133,9 @@ def test_a_size_given_twice_is_refused_before_the_gpu(monkeypatch):
 
 
 def test_the_json_records_the_day_and_the_measured_fp32_ceiling(fake_gpu, monkeypatch):
-    """The book's ladder at a glance states each file's day and each FP32 row's share of the FMA probe's ceiling
-    measured in the same run; without a ceiling the JSON says nothing of one (the book then shows a dash)."""
+    """The book's ladder at a glance states each file's day and each FP32 row's share of
+    the FMA probe's ceiling measured in the same run; without a ceiling the JSON says
+    nothing of one (the book then shows a dash)."""
     import datetime
 
     monkeypatch.setattr(device, "current", lambda: device.H200)
@@ -143,6 +144,8 @@ def test_the_json_records_the_day_and_the_measured_fp32_ceiling(fake_gpu, monkey
     data = bench.to_json(results, fp32_ceiling=0.5)
     assert datetime.date.fromisoformat(data["date"])
     assert data["fp32_ceiling_tflops"] == 0.5
-    assert all(r["fraction_of_fp32_ceiling"] == pytest.approx(r["tflops"] / 0.5) for r in data["results"])
+    assert all(r["fraction_of_fp32_ceiling"] == pytest.approx(r["tflops"] / 0.5)
+               for r in data["results"])
     plain = bench.to_json(results)
-    assert "fp32_ceiling_tflops" not in plain and all("fraction_of_fp32_ceiling" not in r for r in plain["results"])
+    assert "fp32_ceiling_tflops" not in plain
+    assert all("fraction_of_fp32_ceiling" not in r for r in plain["results"])

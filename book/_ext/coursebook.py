@@ -14,8 +14,9 @@
 - No top bar, so that the sidebar toggle and the contents button work (see ``_no_top_bar``).
 - ``{results}`file``` links a measurement in ``results/`` to the repository at the release tag
   (``_config.yml``'s ``repository.url`` and ``branch``), so the lab notes cite the files as they were released.
-- ``{ladder-at-a-glance}`` renders the whole ladder's table and figure (:mod:`gemmlab.book.ladder_glance`) from the
-  bench JSON files when the book is built, so that a file measured again changes the book with no chapter executed.
+- ``{ladder-at-a-glance}`` renders the whole ladder's table and figure
+  (:mod:`gemmlab.book.ladder_glance`) from the bench JSON files when the book is built, so
+  that a file measured again changes the book with no chapter executed.
 """
 
 from __future__ import annotations
@@ -109,16 +110,18 @@ def _results_role(app, config):
 
 
 GLANCE_FILES = ("results/bench.json", "results/bench-h100.json")
-"""The bench JSON files the ladder at a glance reads by default, one column each: the H200's, then the H100's."""
+"""The bench files the ladder at a glance reads by default: the H200's, the H100's."""
 
 
 def _with_code(text: str) -> list[nodes.Node]:
     """A sentence whose `backticked` parts are code."""
     parts = text.split("`")
-    return [nodes.literal(p, p) if i % 2 else nodes.Text(p) for i, p in enumerate(parts) if p]
+    return [nodes.literal(p, p) if i % 2 else nodes.Text(p)
+            for i, p in enumerate(parts) if p]
 
 
-def _entry(*children: nodes.Node, classes: tuple[str, ...] = (), **spans: int) -> nodes.entry:
+def _entry(*children: nodes.Node, classes: tuple[str, ...] = (),
+           **spans: int) -> nodes.entry:
     entry = nodes.entry(classes=list(classes), **spans)
     entry += list(children)
     return entry
@@ -129,7 +132,8 @@ def _paragraph(text: str, classes: tuple[str, ...] = ()) -> nodes.paragraph:
 
 
 def _breakable(name: str) -> nodes.literal:
-    """A kernel's name as code that a narrow column may break after an underscore (``<wbr>``), nowhere else."""
+    """A kernel's name as code that a narrow column may break after an underscore
+    (``<wbr>``), and nowhere else."""
     code = nodes.literal(name, "")
     for i, part in enumerate(re.split(r"(?<=_)", name)):
         if i:
@@ -139,15 +143,16 @@ def _breakable(name: str) -> nodes.literal:
 
 
 def _glance_table(glance, table_rows, runs) -> nodes.table:
-    """The ladder as a docutils table: a row per step with its name and each measure, a column per GPU under each;
-    under it a row across the table with the step's chapter and what it changes (a phone has no room for a column of
-    it); a heading row for each input format."""
+    """The ladder as a docutils table: a row per step with its name and each measure, a
+    column per GPU under each; under it a row across the table with the step's chapter and
+    what it changes (a phone has no room for a column of it); a heading row per format."""
     heads, gpus, body = glance.table(table_rows, runs)
     width = 1 + len(heads) * len(gpus)
     table = nodes.table(classes=["ladder-glance"])
     group = nodes.tgroup(cols=width)
     table += group
-    group += [nodes.colspec(colwidth=3)] + [nodes.colspec(colwidth=1) for _ in range(width - 1)]
+    group += [nodes.colspec(colwidth=3)]
+    group += [nodes.colspec(colwidth=1) for _ in range(width - 1)]
     thead = nodes.thead()
     group += thead
     first, second = nodes.row(), nodes.row()
@@ -161,9 +166,10 @@ def _glance_table(glance, table_rows, runs) -> nodes.table:
     by_step = {r.step.name: cells for r, cells in zip(table_rows, body)}
     for name, members in glance.groups(table_rows):
         heading = nodes.row(classes=["ladder-group"])
-        heading += _entry(nodes.paragraph("", "", nodes.strong(name, name)), morecols=width - 1)
+        title = nodes.paragraph("", "", nodes.strong(name, name))
+        heading += _entry(title, morecols=width - 1)
         tbody += heading
-        for r in members:       # the numbers beside the name, then what the step changes across the whole width
+        for r in members:       # the numbers beside the name, then the change, full width
             chapter, label, change, *numbers = by_step[r.step.name]
             row = nodes.row(classes=["ladder-step"])
             row += _entry(nodes.paragraph("", "", _breakable(label)))
@@ -174,13 +180,20 @@ def _glance_table(glance, table_rows, runs) -> nodes.table:
     return table
 
 
-class LadderAtAGlance(SphinxDirective):
-    """``{ladder-at-a-glance}``: the table and the figure of the whole ladder, read from bench JSON files at build
-    time. Options: ``:files:`` (paths from the repository root, one column each; default :data:`GLANCE_FILES`),
-    ``:size:`` (``4096`` or ``MxNxK``; default :data:`gemmlab.book.ladder_glance.SIZE`) and ``:precision:`` (chapters
-    8 and 9's format, ``BF16`` or ``FP16``; default BF16). The figure is written into the build as SVG."""
+def _size(text: str) -> tuple[int, ...]:
+    parts = [int(p) for p in text.lower().replace("x", " ").split()]
+    return tuple(parts * 3 if len(parts) == 1 else parts)
 
-    option_spec = {"files": directives.unchanged, "size": directives.unchanged, "precision": directives.unchanged}
+
+class LadderAtAGlance(SphinxDirective):
+    """``{ladder-at-a-glance}``: the whole ladder's table and figure, read from bench JSON
+    files at build time. Options: ``:files:`` (paths from the repository root, a column
+    each; default :data:`GLANCE_FILES`), ``:size:`` (``4096`` or ``MxNxK``; default
+    :data:`gemmlab.book.ladder_glance.SIZE`) and ``:precision:`` (chapters 8 and 9's
+    format, ``BF16`` or ``FP16``; default BF16). The figure goes into the build as SVG."""
+
+    option_spec = {"files": directives.unchanged, "size": directives.unchanged,
+                   "precision": directives.unchanged}
 
     def run(self) -> list[nodes.Node]:
         import hashlib
@@ -190,15 +203,13 @@ class LadderAtAGlance(SphinxDirective):
         from gemmlab.gemm import whole_ladder
 
         files = self.options.get("files", " ".join(GLANCE_FILES)).split()
-        size = glance.SIZE
-        if "size" in self.options:
-            parts = [int(p) for p in self.options["size"].lower().replace("x", " ").split()]
-            size = tuple(parts * 3 if len(parts) == 1 else parts)
+        size = _size(self.options["size"]) if "size" in self.options else glance.SIZE
+        precision = self.options.get("precision", "BF16")
         try:
             for f in files:
-                self.env.note_dependency(str(ROOT / f))
+                self.env.note_dependency(str(ROOT / f))    # a new file, a new page
             runs = [glance.load(ROOT / f) for f in files]
-            steps = [glance.Step(*s) for s in whole_ladder.steps(self.options.get("precision", "BF16"))]
+            steps = [glance.Step(*s) for s in whole_ladder.steps(precision)]
             table_rows = glance.rows(steps, runs, size)
         except (OSError, ValueError, KeyError) as exc:
             raise self.error(f"ladder-at-a-glance: {exc}") from exc
@@ -214,11 +225,13 @@ class LadderAtAGlance(SphinxDirective):
         images = Path(self.env.app.outdir) / "_images"
         images.mkdir(parents=True, exist_ok=True)
         (images / name).write_text(svg, encoding="utf-8")
-        src = posixpath.relpath(f"_images/{name}", posixpath.dirname(self.env.docname) or ".")
+        here = posixpath.dirname(self.env.docname) or "."
+        src = html.escape(posixpath.relpath(f"_images/{name}", here), quote=True)
         alt = html.escape(glance.alt_text(table_rows, runs, size), quote=True)
+        gpus = " and ".join(r.short for r in runs)
         caption = html.escape(f"Every step of the ladder at {glance.size_label(size)}, "
-                              f"{' and '.join(r.short for r in runs)}: TFLOP/s on a log scale.")
-        figure = (f'<figure class="ladder-glance-figure"><img src="{html.escape(src, quote=True)}" alt="{alt}">'
+                              f"{gpus}: TFLOP/s on a log scale.")
+        figure = (f'<figure class="ladder-glance-figure"><img src="{src}" alt="{alt}">'
                   f"<figcaption>{caption}</figcaption></figure>")
         out.append(nodes.raw("", figure, format="html"))
         return out
