@@ -99,8 +99,8 @@ def test_the_whole_ladder_fits_the_screen(viewport, served_book, browser, offlin
                                           book_sources):
     """The ladder at a glance (book/_ext/coursebook.py) needs no sideways scroll on a
     phone: its seven columns fit the article, and its figure, drawn 384 px wide, is shown
-    whole at no less than 85% of its size (its labels above 13 px) and never stretched past
-    it on a desktop."""
+    whole at no less than 85% of its size (its labels above 13 px) and never stretched
+    past it on a desktop."""
     url = f"{served_book}/{book_sources.root_doc}.html"
     context, page = open_page(browser, offline_routes, url, viewport)
     try:
