@@ -110,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
             results += precisions.ladder(sizes, p, names, args.repeat, progress=lambda line: print(line, file=sys.stderr),
                                          interleave=args.interleaved)
         tensor = [p for p in chosen if p != "FP32"]
+        # the ceilings, measured in the ladder's run: the FMA probe's (FP32), mma.sync's
+        fp32 = ceilings.fma_throughput()[0] / 1e12 if "FP32" in chosen else None
         data = bench.to_json(results, {c.what.split()[0]: c.measured for c in ceilings.tensor(tensor)} if tensor else None,
-                             interleaved=args.interleaved)
+                             interleaved=args.interleaved, fp32_ceiling=fp32)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(data, indent=2) + "\n")
         print(f"wrote {args.json}")

@@ -130,3 +130,22 @@ def test_a_size_given_twice_is_refused_before_the_gpu(monkeypatch):
     with pytest.raises(ValueError, match="size 64x64x64 given twice"):
         bench.ladder([(64, 64, 64), (32, 48, 16), [64, 64, 64]], kernels={"good": FakeKernel("good")})
     assert bench.distinct_sizes([[1, 2, 3], (3, 2, 1)]) == [(1, 2, 3), (3, 2, 1)]
+
+
+def test_the_json_records_the_day_and_the_measured_fp32_ceiling(fake_gpu, monkeypatch):
+    """The book's ladder at a glance states each file's day and each FP32 row's share of
+    the FMA probe's ceiling measured in the same run; without a ceiling the JSON says
+    nothing of one (the book then shows a dash)."""
+    import datetime
+
+    monkeypatch.setattr(device, "current", lambda: device.H200)
+    monkeypatch.setattr(environment, "versions", lambda: {})
+    results = bench.ladder(SIZES[:1], kernels=KERNELS, log=lambda line: None)
+    data = bench.to_json(results, fp32_ceiling=0.5)
+    assert datetime.date.fromisoformat(data["date"])
+    assert data["fp32_ceiling_tflops"] == 0.5
+    assert all(r["fraction_of_fp32_ceiling"] == pytest.approx(r["tflops"] / 0.5)
+               for r in data["results"])
+    plain = bench.to_json(results)
+    assert "fp32_ceiling_tflops" not in plain
+    assert all("fraction_of_fp32_ceiling" not in r for r in plain["results"])

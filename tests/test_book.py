@@ -145,3 +145,44 @@ def test_workbench_assets_once_per_page(built_book):
                 bad.append(f"{name}: {n} widget(s), the Workbench's {what} {text.count(head)} times")
     assert widgets_on.get("book/workbench.html", 0) >= 2, f"widgets per page: {widgets_on}"
     assert not bad, "\n".join(bad)
+
+
+def test_the_introduction_shows_the_whole_ladder_from_the_bench_files(
+        built_book, repo_root, book_sources):
+    """``{ladder-at-a-glance}`` on the landing page: at build time, a table with a row per
+    step of the course's path and a column per GPU under each measure, the GPUs named as
+    the bench files name them, and the figure written into the build as SVG with alt text
+    (book/_ext/coursebook.py)."""
+    import json
+
+    from gemmlab.gemm import whole_ladder
+
+    page = built_book.html / f"{book_sources.root_doc}.html"
+    text = page.read_text(encoding="utf-8")
+    table = re.search(r'<table[^>]*class="[^"]*ladder-glance[^"]*".*?</table>', text,
+                      re.S)
+    assert table, f"{page.name} has no ladder-at-a-glance table"
+    step_cell = r'<tr class="ladder-step[^"]*">\s*<td[^>]*><p><code[^>]*>(.*?)</code>'
+    cells = re.findall(step_cell, table.group(0), re.S)
+    labels = [re.sub(r"<[^>]+>", "", s) for s in cells]
+    assert labels == [_glance_label(s[0]) for s in whole_ladder.steps()]
+    thead = re.search(r"<thead>.*?</thead>", table.group(0), re.S)
+    heads = re.sub(r"<[^>]+>", " ", thead.group(0)).split()
+    assert heads.count("H200") == heads.count("H100") == 3
+    devices = [json.loads((repo_root / f).read_text())["environment"]["gpu"] for f in
+               ("results/bench.json", "results/bench-h100.json")]
+    notes = htmllib.unescape(text[table.end():])
+    assert all(d in notes for d in devices)
+    figure = r'<figure class="ladder-glance-figure"><img src="([^"]+)" alt="([^"]+)"'
+    img = re.search(figure, text)
+    assert img, "no figure of the ladder"
+    svg = (page.parent / img.group(1)).resolve()
+    assert svg.is_file(), svg
+    assert svg.read_text(encoding="utf-8").lstrip().startswith("<?xml"), svg
+    assert "Horizontal bars on a log scale" in htmllib.unescape(img.group(2))
+
+
+def _glance_label(name: str) -> str:
+    from gemmlab.book import ladder_glance
+
+    return ladder_glance.Step(name, 0, "", "").label

@@ -78,3 +78,41 @@ def test_each_explorer_sits_beside_its_chapter(toc_pages):
              "book/occupancy": "chapters/05_occupancy", "book/pipeline": "chapters/09_hopper"}
     for explorer, chapter in after.items():
         assert toc_pages.index(explorer) == toc_pages.index(chapter) + 1, f"{explorer} does not follow {chapter}"
+
+
+# The whole ladder at a glance on the landing page: its table, its figure, the article.
+GLANCE_JS = """() => {
+  const table = document.querySelector('table.ladder-glance');
+  const img = document.querySelector('figure.ladder-glance-figure img');
+  const article = document.querySelector('article.bd-article');
+  const box = e => e.getBoundingClientRect();
+  return {table: table && {scroll: table.scrollWidth, client: table.clientWidth,
+                           right: box(table).right},
+          img: img && {shown: box(img).width, natural: img.naturalWidth,
+                       right: box(img).right, alt: img.getAttribute('alt') || ''},
+          article: box(article).right, page: document.documentElement.scrollWidth};
+}"""
+
+
+@pytest.mark.parametrize("viewport", [PHONE, LAPTOP], ids=["390", "1366"])
+def test_the_whole_ladder_fits_the_screen(viewport, served_book, browser, offline_routes,
+                                          book_sources):
+    """The ladder at a glance (book/_ext/coursebook.py) needs no sideways scroll on a
+    phone: its seven columns fit the article, and its figure, drawn 384 px wide, is shown
+    whole at no less than 85% of its size (its labels above 13 px) and never stretched
+    past it on a desktop."""
+    url = f"{served_book}/{book_sources.root_doc}.html"
+    context, page = open_page(browser, offline_routes, url, viewport)
+    try:
+        page.locator("table.ladder-glance").scroll_into_view_if_needed()
+        got = page.evaluate(GLANCE_JS)
+    finally:
+        context.close()
+    assert got["table"] and got["img"], "the landing page has no ladder at a glance"
+    table, img = got["table"], got["img"]
+    assert table["scroll"] <= table["client"] + 1, table
+    assert table["right"] <= got["article"] + 1, table
+    assert img["natural"] > 0 and img["right"] <= got["article"] + 1, img
+    assert 0.85 * img["natural"] <= img["shown"] <= img["natural"] + 1, img
+    assert got["page"] <= viewport["width"], "the page scrolls sideways"
+    assert img["alt"].startswith("Horizontal bars")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import datetime, timezone
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -242,10 +243,15 @@ def format_row(r: GemmResult) -> str:
     return f"{what:>10}  {r.M:>6}x{r.N:<6}x{r.K:<6} {r.seconds * 1e3:10.3f} ms {r.tflops:8.2f} TFLOP/s{mark}"
 
 
-def to_json(results: list[GemmResult], mma_ceilings: dict[str, float] | None = None, interleaved: bool = False) -> dict:
-    """The ladder with each kernel's share of cuBLAS in the same precision at the same size, and the device
-    it ran on. FP32 rows also give their share of the FP32 peak; tensor-core rows their share of the
-    measured ``mma.sync`` ceiling of their format, where ``mma_ceilings`` (TFLOP/s by format) has it.
+def to_json(results: list[GemmResult], mma_ceilings: dict[str, float] | None = None,
+            interleaved: bool = False, fp32_ceiling: float | None = None) -> dict:
+    """The ladder with each kernel's share of cuBLAS in the same precision at the same
+    size, the device it ran on and the day (``date``, UTC). FP32 rows also give their
+    share of the FP32 peak derived from the clocks and, where ``fp32_ceiling``
+    (TFLOP/s, the FMA probe's) is given, of that measured ceiling
+    (``fp32_ceiling_tflops``); tensor-core rows their share of the measured
+    ``mma.sync`` ceiling of their format, where ``mma_ceilings`` (TFLOP/s by format)
+    has it.
     ``timing`` says how the times were taken: each kernel on its own, or ``interleaved`` (:func:`ladder`); then a
     row's share of cuBLAS is the median of its per-round ratios, with their quartiles
     (``fraction_of_cublas_quartiles``), rather than the ratio of the two medians."""
@@ -261,9 +267,17 @@ def to_json(results: list[GemmResult], mma_ceilings: dict[str, float] | None = N
         if share:
             row["fraction_of_cublas_quartiles"] = [share[1], share[2]]
         row["fraction_of_fp32_peak"] = r.tflops * 1e12 / device.peak_fp32_flops(spec) if r.precision == "FP32" else None
+        if r.precision == "FP32" and fp32_ceiling:
+            row["fraction_of_fp32_ceiling"] = r.tflops / fp32_ceiling
         if r.precision != "FP32":
             row["fraction_of_mma_ceiling"] = r.tflops / ceilings[r.precision] if r.precision in ceilings else None
         rows.append(row)
-    return {"device": spec.name, "arch": spec.arch, "cupy_tf32": os.environ.get("CUPY_TF32"),
-            "timing": "interleaved" if interleaved else "separate",
-            "environment": environment.versions(), "mma_ceilings_tflops": ceilings, "results": rows}
+    data: dict[str, Any] = {"device": spec.name, "arch": spec.arch,
+                            "date": datetime.now(timezone.utc).date().isoformat(),
+                            "cupy_tf32": os.environ.get("CUPY_TF32"),
+                            "timing": "interleaved" if interleaved else "separate",
+                            "environment": environment.versions(),
+                            "mma_ceilings_tflops": ceilings}
+    if fp32_ceiling:
+        data["fp32_ceiling_tflops"] = fp32_ceiling
+    return {**data, "results": rows}

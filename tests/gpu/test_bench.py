@@ -78,6 +78,11 @@ def test_cli_precision_all_writes_every_format_with_its_own_cublas(tmp_path):
     formats = ["FP32"] + [p for p in ("TF32", "FP16", "BF16") if tensor_cores.supports(p, spec.compute_capability)]
     assert {r["precision"] for r in rows} == set(formats)
     assert set(data["mma_ceilings_tflops"]) == set(formats) - {"FP32"}
+    # the FMA probe's ceiling, measured in the same run, and the day
+    assert data["fp32_ceiling_tflops"] > 0 and len(data["date"]) == 10
+    fp32 = [r for r in rows if r["precision"] == "FP32"]
+    ceiling = data["fp32_ceiling_tflops"]
+    assert all(r["fraction_of_fp32_ceiling"] == r["tflops"] / ceiling for r in fp32)
     for p in formats[1:]:
         mine = [r for r in rows if r["precision"] == p and r["kernel"] != "cuBLAS"]
         assert {r["kernel"] for r in mine} <= set(registry.by_precision(p)) and mine
