@@ -17,7 +17,7 @@ from matplotlib.patches import FancyArrowPatch  # noqa: E402
 from gemmlab.book import figures  # noqa: E402
 from gemmlab.book import pipeline_figures as pf  # noqa: E402
 from gemmlab.models import cp_async, hopper, pipeline, streamk  # noqa: E402
-from test_figures import shown_scale, texts  # noqa: E402
+from test_figures import low_contrast, shown_scale, texts  # noqa: E402
 
 COOPERATIVE = pipeline.play(pipeline.Config(schedule="cooperative", tiles=2, k_tiles=6), pipeline.Timed())
 PINGPONG = pipeline.play(pipeline.Config(schedule="pingpong", tiles=4, k_tiles=6), pipeline.Timed())
@@ -85,12 +85,7 @@ def test_text_is_at_least_the_body_size(drawn):
 
 def test_text_colours_have_contrast_on_their_background(drawn):
     name, fig = drawn
-    low = []
-    for t in texts(fig):
-        patch = t.get_bbox_patch()
-        background = patch.get_facecolor() if patch is not None else "white"
-        if figures.contrast_ratio(t.get_color(), background) < 4.5:
-            low.append((t.get_text()[:30], t.get_color()))
+    low = low_contrast(fig)
     assert not low, f"{name}: text below 4.5:1 contrast: {low}"
 
 
