@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from gemmlab.runtime import compiler
+from gemmlab.runtime import compiler, gpu
 from gemmlab.runtime.compiler import CompileUnit
 from locking import file_lock
 
@@ -127,10 +127,8 @@ def executable(text: str, options: Iterable[str], include_dir: Path = KERNELS, n
 
 @functools.cache
 def nvcc() -> str:
-    found = shutil.which("nvcc")
-    if found is None:
-        raise FileNotFoundError("nvcc is not on PATH (tests that compile ask for the nvcc_path fixture first)")
-    return found
+    """nvcc's path, found as gemmlab finds it (tests that compile ask for the nvcc_path fixture first)."""
+    return gpu.require_nvcc()
 
 
 @functools.cache

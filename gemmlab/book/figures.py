@@ -250,7 +250,8 @@ def speed_bars(speeds: dict[str, float], reference: tuple[str, float] | None, ti
     return fig
 
 
-def _size_label(size: tuple[int, ...]) -> str:
+def size_label(size: Sequence[int]) -> str:
+    """``4096³`` for a cube, ``3000×5000×1234`` otherwise."""
     return "×".join(map(str, size)) if len(set(size)) > 1 else f"{size[0]}³"
 
 
@@ -270,7 +271,7 @@ def ladder(data: Mapping[str, Any], title: str = "", precision: str = "FP32") ->
         ys = [kernels.index(k) + (j - (len(sizes) - 1) / 2) * 0.13 for k in ks]
         ref = value.get(("cuBLAS", s))
         ax.plot(xs, ys, marker, color=color, ms=7, ls="none", markeredgecolor="white", markeredgewidth=0.5,
-                label=_size_label(s) + (f" (cuBLAS {ref['tflops']:.1f} TFLOP/s)" if ref else ""))
+                label=size_label(s) + (f" (cuBLAS {ref['tflops']:.1f} TFLOP/s)" if ref else ""))
     if share:
         ax.axvline(100, color="#1a1a1a", ls="--", lw=1)
         ax.annotate("cuBLAS", (100, -0.6), ha="center", va="bottom", color="#1a1a1a")

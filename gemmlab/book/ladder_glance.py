@@ -17,6 +17,7 @@ changes the book without executing a chapter.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from . import figures
+from .figures import size_label
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -165,11 +167,6 @@ def cublas(run: Run, precision: str, size: tuple[int, int, int]) -> float | None
     return r["tflops"] if r else None
 
 
-def size_label(size: Sequence[int]) -> str:
-    """``4096³`` for a cube, ``3000×5000×1234`` otherwise."""
-    return "×".join(map(str, size)) if len(set(size)) > 1 else f"{size[0]}³"
-
-
 def rate(tflops: float | None) -> str:
     """TFLOP/s with three figures or so: ``5.9``, ``47.4``, ``754``; :data:`DASH` for
     None."""
@@ -199,17 +196,12 @@ def cells(row: Row) -> list[str]:
 def groups(table_rows: Sequence[Row]) -> list[tuple[str, list[Row]]]:
     """Consecutive rows of one input format, each group with its heading: ``FP32, chapters
     1–7``."""
-    out: list[tuple[str, list[Row]]] = []
-    for r in table_rows:
-        if out and out[-1][1][0].step.precision == r.step.precision:
-            out[-1][1].append(r)
-        else:
-            out.append(("", [r]))
     named = []
-    for _, members in out:
+    for precision, run in itertools.groupby(table_rows, key=lambda r: r.step.precision):
+        members = list(run)
         first, last = members[0].step.chapter, members[-1].step.chapter
         chapters = f"chapter {first}" if first == last else f"chapters {first}–{last}"
-        named.append((f"{members[0].step.precision}, {chapters}", members))
+        named.append((f"{precision}, {chapters}", members))
     return named
 
 
@@ -306,11 +298,11 @@ def figure(table_rows: Sequence[Row], runs: Sequence[Run],
                     ax.barh(at, m.tflops - left, height=height, left=left,
                             color=colors[j])
             y += 1
-        rates = [c for run in runs if (c := cublas(run, members[0].step.precision, size))]
-        for j, run in enumerate(runs):
-            c = cublas(run, members[0].step.precision, size)
+        refs = [cublas(run, members[0].step.precision, size) for run in runs]
+        for j, c in enumerate(refs):
             if c:
                 ax.plot([c, c], [first - 0.5, y - 0.5], ls="--", lw=1.2, color=colors[j])
+        rates = [c for c in refs if c]
         if rates:           # beside its line, on the side with more room
             right = math.log10(min(rates) / left) < 0.75 * math.log10(top_rate / left)
             ax.annotate("cuBLAS", (min(rates), heading), xytext=(4 if right else -4, 0),
